@@ -1,0 +1,1 @@
+"""The services hot loops: ops API, reference, CPU, CUDA, Triton backends."""

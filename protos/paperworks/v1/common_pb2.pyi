@@ -1,0 +1,87 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class DType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    D_TYPE_UNSPECIFIED: _ClassVar[DType]
+    D_TYPE_FLOAT32: _ClassVar[DType]
+    D_TYPE_FLOAT64: _ClassVar[DType]
+    D_TYPE_FLOAT16: _ClassVar[DType]
+    D_TYPE_BFLOAT16: _ClassVar[DType]
+    D_TYPE_INT64: _ClassVar[DType]
+    D_TYPE_INT32: _ClassVar[DType]
+    D_TYPE_INT8: _ClassVar[DType]
+    D_TYPE_UINT8: _ClassVar[DType]
+    D_TYPE_BOOL: _ClassVar[DType]
+D_TYPE_UNSPECIFIED: DType
+D_TYPE_FLOAT32: DType
+D_TYPE_FLOAT64: DType
+D_TYPE_FLOAT16: DType
+D_TYPE_BFLOAT16: DType
+D_TYPE_INT64: DType
+D_TYPE_INT32: DType
+D_TYPE_INT8: DType
+D_TYPE_UINT8: DType
+D_TYPE_BOOL: DType
+
+class Tensor(_message.Message):
+    __slots__ = ("dtype", "shape", "data")
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    SHAPE_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    dtype: DType
+    shape: _containers.RepeatedScalarFieldContainer[int]
+    data: bytes
+    def __init__(self, dtype: _Optional[_Union[DType, str]] = ..., shape: _Optional[_Iterable[int]] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class ArtifactRef(_message.Message):
+    __slots__ = ("sha256", "name", "media_type", "size_bytes")
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MEDIA_TYPE_FIELD_NUMBER: _ClassVar[int]
+    SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    sha256: str
+    name: str
+    media_type: str
+    size_bytes: int
+    def __init__(self, sha256: _Optional[str] = ..., name: _Optional[str] = ..., media_type: _Optional[str] = ..., size_bytes: _Optional[int] = ...) -> None: ...
+
+class Progress(_message.Message):
+    __slots__ = ("fraction", "stage", "step", "total_steps", "message")
+    FRACTION_FIELD_NUMBER: _ClassVar[int]
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_STEPS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    fraction: float
+    stage: str
+    step: int
+    total_steps: int
+    message: str
+    def __init__(self, fraction: _Optional[float] = ..., stage: _Optional[str] = ..., step: _Optional[int] = ..., total_steps: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+
+class FieldViolation(_message.Message):
+    __slots__ = ("field", "description")
+    FIELD_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    field: str
+    description: str
+    def __init__(self, field: _Optional[str] = ..., description: _Optional[str] = ...) -> None: ...
+
+class ErrorDetail(_message.Message):
+    __slots__ = ("code", "message", "field_violations", "retryable")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    FIELD_VIOLATIONS_FIELD_NUMBER: _ClassVar[int]
+    RETRYABLE_FIELD_NUMBER: _ClassVar[int]
+    code: int
+    message: str
+    field_violations: _containers.RepeatedCompositeFieldContainer[FieldViolation]
+    retryable: bool
+    def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., field_violations: _Optional[_Iterable[_Union[FieldViolation, _Mapping]]] = ..., retryable: _Optional[bool] = ...) -> None: ...

@@ -1,0 +1,1 @@
+"""The diagnostic service: checkable work in steps, for testing the job runtime."""

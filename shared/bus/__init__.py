@@ -1,0 +1,1 @@
+"""Kafka: the outbox relay publishes job intake and events; dispatchers consume intake."""

@@ -1,0 +1,104 @@
+"""A service's dispatcher: Kafka job intake → Celery, committing offsets only after.
+
+One consumer group per service, so dispatcher replicas split the partitions.
+A message is committed once its task is in the Celery broker (or it went to the
+DLQ): a crash before the commit redelivers it, and the guarded claim in the
+runner makes the duplicate harmless. Jobs that are no longer QUEUED (cancelled,
+or already finished by an earlier delivery) are skipped.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+
+from kafka import TopicPartition
+from kafka.structs import OffsetAndMetadata
+
+from paperworks.shared.bus.kafka import make_consumer, make_producer
+from paperworks.shared.config import Settings
+from paperworks.shared.db.engine import Database
+from paperworks.shared.db.jobs import DLQ_TOPIC, JobStore, jobs_topic
+from paperworks.shared.db.models import QUEUED, RUNNING
+from paperworks.shared.errors import NotFound
+from paperworks.shared.registry import service
+from paperworks.shared.tasks.app import make_celery, task_name
+
+log = logging.getLogger(__name__)
+
+
+class Dispatcher:
+    def __init__(self, settings: Settings, service_name: str):
+        self.settings = settings
+        self.spec = service(service_name)
+        self.store = JobStore(Database(settings.sqlalchemy_url))
+        self.celery = make_celery(settings, service_name)
+        self._stop = threading.Event()
+        self._dlq = None
+        self.on_assigned = lambda: None  # called once the group gave us partitions
+
+    def handle(self, raw: bytes) -> str:
+        """Routes one intake message; returns what was done (for logs and tests)."""
+        try:
+            msg = json.loads(raw)
+            job_id = msg["job_id"]
+        except (ValueError, KeyError, TypeError) as exc:
+            self._to_dlq(raw, f"unreadable intake message: {exc}")
+            return "dlq"
+        try:
+            job = self.store.get(None, self.spec.name, job_id)
+        except NotFound:
+            self._to_dlq(raw, f"job {job_id} not found on service {self.spec.name}")
+            return "dlq"
+        if job.kind not in self.spec.kinds:
+            self.store.fail_unclaimed(job_id, {"code": "UNIMPLEMENTED",
+                                               "message": f"unknown job kind {job.kind!r}",
+                                               "field_violations": [], "retryable": False})
+            self._to_dlq(raw, f"unknown job kind {job.kind!r}")
+            return "dlq"
+        if job.state not in (QUEUED, RUNNING):
+            return "skipped"
+        self.celery.send_task(
+            task_name(self.spec.name), args=[job_id], task_id=job_id, queue=self.spec.name
+        )
+        return "dispatched"
+
+    def _to_dlq(self, raw: bytes, reason: str) -> None:
+        log.warning("poison message to %s: %s", DLQ_TOPIC, reason)
+        if self._dlq is None:
+            self._dlq = make_producer(self.settings)
+        body = {"service": self.spec.name, "reason": reason, "message": raw.decode(errors="replace")}
+        self._dlq.send(DLQ_TOPIC, key=self.spec.name, value=json.dumps(body).encode())
+        self._dlq.flush(timeout=10)
+
+    def run(self) -> None:
+        consumer = make_consumer(
+            self.settings, jobs_topic(self.spec.name), f"paperworks.{self.spec.name}.dispatcher"
+        )
+        assigned = False
+        try:
+            while not self._stop.is_set():
+                batches = consumer.poll(timeout_ms=200)
+                if not assigned and consumer.assignment():
+                    assigned = True
+                    self.on_assigned()
+                for tp, records in batches.items():
+                    for record in records:
+                        try:
+                            outcome = self.handle(record.value)
+                        except Exception as exc:  # noqa: BLE001 - database or broker down
+                            log.warning("dispatch of %s@%d failed: %s; retrying",
+                                        tp, record.offset, exc)
+                            consumer.seek(tp, record.offset)  # uncommitted: try it again
+                            self._stop.wait(1.0)
+                            break
+                        log.info("%s offset %d: %s", tp, record.offset, outcome)
+                        consumer.commit(
+                            {TopicPartition(tp.topic, tp.partition):
+                             OffsetAndMetadata(record.offset + 1, "", -1)}
+                        )
+        finally:
+            consumer.close(autocommit=False)
+
+    def stop(self) -> None:
+        self._stop.set()

@@ -1,0 +1,114 @@
+"""The outbox relay: publishes committed outbox rows to Kafka, then marks them sent.
+
+Nothing reaches Kafka unless its transaction committed. A crash between the
+publish and the mark republishes the row (at-least-once); consumers are
+idempotent. The broker of the embedded stack keeps messages in memory only, so
+after a broker restart the relay republishes from the database.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+
+from sqlalchemy import select, update
+
+from paperworks.shared.config import Settings
+from paperworks.shared.db.engine import Database
+from paperworks.shared.db.models import OutboxMessage, utcnow
+
+log = logging.getLogger(__name__)
+
+
+class OutboxRelay:
+    def __init__(self, settings: Settings, db: Database, service: str, batch: int = 500):
+        self.settings = settings
+        self.db = db
+        self.service = service
+        self.batch = batch
+        self._producer = None
+        self._stop = threading.Event()
+
+    def _producer_or_none(self):
+        if self._producer is None:
+            from paperworks.shared.bus.kafka import make_producer
+
+            self._producer = make_producer(self.settings)
+        return self._producer
+
+    def relay_once(self) -> int:
+        """Publishes one batch; returns how many rows were sent.
+
+        On PostgreSQL the rows stay locked (SKIP LOCKED) while they are published, so
+        replicas split the outbox. SQLite locks the whole database for a writer, so
+        there the rows are read, published outside any transaction, then marked.
+        """
+        query = (
+            select(OutboxMessage)
+            .where(OutboxMessage.service == self.service, OutboxMessage.sent_at.is_(None))
+            .order_by(OutboxMessage.id)
+            .limit(self.batch)
+        )
+        if self.db.engine.dialect.name == "postgresql":
+            with self.db.session() as s:
+                rows = list(s.scalars(query.with_for_update(skip_locked=True)))
+                self._publish(rows)
+                self._mark_sent(s, rows)
+        else:
+            with self.db.session() as s:
+                rows = list(s.scalars(query))
+            self._publish(rows)
+            with self.db.session() as s:
+                self._mark_sent(s, rows)
+        return len(rows)
+
+    def _publish(self, rows: list[OutboxMessage]) -> None:
+        if not rows:
+            return
+        producer = self._producer_or_none()
+        futures = [
+            producer.send(r.topic, key=r.key, value=json.dumps(r.payload).encode()) for r in rows
+        ]
+        producer.flush(timeout=10)
+        for f in futures:
+            f.get(timeout=10)  # raises if the broker did not take it: the rows stay unsent
+
+    @staticmethod
+    def _mark_sent(s, rows: list[OutboxMessage]) -> None:
+        if rows:
+            s.execute(
+                update(OutboxMessage)
+                .where(OutboxMessage.id.in_([r.id for r in rows]))
+                .values(sent_at=utcnow())
+            )
+
+    def run(self) -> None:
+        backoff = self.settings.relay_interval_s
+        while not self._stop.is_set():
+            try:
+                sent = self.relay_once()
+                backoff = self.settings.relay_interval_s
+            except Exception as exc:  # noqa: BLE001 - broker or database down: retry, never die
+                log.warning("outbox relay for %s: %s; retrying", self.service, exc)
+                self._reset_producer()
+                sent = 0
+                backoff = min(backoff * 2, 2.0)
+            if not sent:
+                self._stop.wait(backoff)
+
+    def _reset_producer(self) -> None:
+        if self._producer is not None:
+            try:
+                self._producer.close(timeout=1)
+            except Exception:  # noqa: BLE001
+                pass
+            self._producer = None
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(target=self.run, name=f"relay-{self.service}", daemon=True)
+        thread.start()
+        return thread
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._reset_producer()

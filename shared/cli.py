@@ -1,0 +1,276 @@
+"""The `paperworks` command: the stack (up/status/down), jobs (submit/watch/get/list/
+cancel/artifacts), and the processes containers run (serve/dispatch/work/migrate).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import grpc
+import typer
+from google.protobuf import json_format
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from paperworks.shared.config import get_settings
+from paperworks.shared.errors import PaperworksError
+from paperworks.shared.rpc.convert import PROTO_TO_STATE
+from paperworks.v1 import jobs_pb2
+
+app = typer.Typer(help="paperworks: ICML 2026 methods as gRPC services.", no_args_is_help=True)
+artifacts_app = typer.Typer(help="Job artifacts.", no_args_is_help=True)
+app.add_typer(artifacts_app, name="artifacts")
+console = Console()
+err = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 1):
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def _client():
+    from paperworks.shared.client import Client
+
+    return Client()
+
+
+def _run(fn):
+    """Turns platform and gRPC errors into one readable line and a non-zero exit."""
+    from paperworks.shared.rpc.status import field_violations
+
+    try:
+        return fn()
+    except PaperworksError as exc:
+        _fail(f"{exc.code}: {exc}")
+    except grpc.RpcError as exc:
+        fields = "; ".join(f"{f}: {d}" for f, d in field_violations(exc))
+        _fail(f"{exc.code().name}: {exc.details()}" + (f" [{fields}]" if fields else ""))
+
+
+def _parse_sets(sets: list[str]) -> dict:
+    params = {}
+    for item in sets:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            _fail(f"--set {item!r}: expected key=value")
+        try:
+            params[key] = json.loads(value)
+        except ValueError:
+            params[key] = value
+    return params
+
+
+def _state(job: jobs_pb2.Job) -> str:
+    return PROTO_TO_STATE.get(job.state, "UNSPECIFIED")
+
+
+def _job_json(job: jobs_pb2.Job) -> str:
+    return json.dumps(json_format.MessageToDict(job, preserving_proto_field_name=True), indent=1)
+
+
+# --- jobs -----------------------------------------------------------------------------
+
+
+@app.command()
+def submit(
+    service: str,
+    kind: str,
+    set_: List[str] = typer.Option([], "--set", help="A parameter, key=value (JSON values)."),
+    watch_: bool = typer.Option(False, "--watch", help="Follow the job until it ends."),
+):
+    """Submit a job: paperworks submit ops digest --set seed=1 --set steps=10"""
+    params = _parse_sets(set_)
+    job = _run(lambda: _client().submit(service, kind, **params))
+    console.print(job.id)
+    if watch_:
+        watch(job.id)
+
+
+@app.command()
+def watch(job_id: str):
+    """Follow a job with a live progress bar until it ends."""
+    client = _client()
+
+    def follow():
+        with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
+                      TimeElapsedColumn(), console=console, transient=False) as bar:
+            task = bar.add_task(job_id, total=1.0, info="")
+            for ev in client.watch(job_id):
+                state = PROTO_TO_STATE.get(ev.state, "?")
+                if ev.HasField("progress"):
+                    info = ev.progress.message or f"{ev.progress.step}/{ev.progress.total_steps}"
+                    bar.update(task, completed=ev.progress.fraction, info=f"{state} {info}")
+                else:
+                    bar.update(task, info=f"{state} {ev.message}".strip())
+        return client.get(job_id)
+
+    job = _run(follow)
+    state = _state(job)
+    console.print(f"{job.id} {state}")
+    if job.HasField("result") and job.result.fields:
+        console.print_json(json.dumps(json_format.MessageToDict(job.result)))
+    if state == "FAILED":
+        _fail(f"{job.error.message}", 2)
+
+
+@app.command()
+def get(job_id: str):
+    """Show a job as JSON."""
+    job = _run(lambda: _client().get(job_id))
+    console.print_json(_job_json(job))
+
+
+@app.command("list")
+def list_(
+    service: str,
+    kind: str = typer.Option("", help="Only this job kind."),
+    state: List[str] = typer.Option([], help="Only these states (QUEUED, RUNNING, ...)."),
+    page_size: int = typer.Option(50),
+    page_token: str = typer.Option(""),
+):
+    """List a service's jobs, newest first."""
+    jobs, token = _run(lambda: _client().list(service, kind, state, page_size, page_token))
+    table = Table("id", "kind", "state", "progress", "created")
+    for j in jobs:
+        table.add_row(j.id, j.kind, _state(j), f"{j.progress.fraction:.0%}",
+                      j.create_time.ToDatetime().isoformat(timespec="seconds"))
+    console.print(table)
+    if token:
+        console.print(f"next page: --page-token {token}")
+
+
+@app.command()
+def cancel(job_id: str):
+    """Cancel a job (QUEUED ends now; RUNNING stops at its next step)."""
+    job = _run(lambda: _client().cancel(job_id))
+    console.print(f"{job.id} {_state(job)}" + (" (cancel requested)" if job.cancel_requested else ""))
+
+
+@artifacts_app.command("pull")
+def artifacts_pull(job_id: str, out: Path = typer.Option(Path("."), help="Destination folder.")):
+    """Download every artifact of a job (hash-checked)."""
+    paths = _run(lambda: _client().pull_artifacts(job_id, out))
+    for p in paths:
+        console.print(str(p))
+
+
+# --- the embedded stack ----------------------------------------------------------------
+
+
+@app.command()
+def up(
+    service: List[str] = typer.Option([], help="Only these services (default: all)."),
+    base_port: Optional[int] = typer.Option(None, help="Fixed ports from here (default: free)."),
+):
+    """Start every service, its dispatcher and worker pool, Kafka and Redis, locally."""
+    from paperworks.shared.registry import services
+    from paperworks.shared.stack import EmbeddedStack, StackError
+
+    names = service or list(services())
+    unknown = sorted(set(names) - set(services()))
+    if unknown:
+        _fail(f"unknown service(s): {', '.join(unknown)} (known: {', '.join(services())})")
+    try:
+        stack = EmbeddedStack(get_settings(), names, base_port)
+        with console.status("starting the embedded stack"):
+            state = stack.up()
+    except StackError as exc:
+        _fail(str(exc))
+    for name, s in state.services.items():
+        console.print(f"{name:12s} {s['host']}:{s['port']}")
+    console.print(f"state: {get_settings().state_dir}  (paperworks status · paperworks down)")
+
+
+@app.command()
+def status():
+    """Each process of the embedded stack: alive, ready, gRPC health."""
+    from paperworks.shared.stack import StackError, attach, is_ready, pid_alive
+
+    try:
+        stack = attach(get_settings())
+    except StackError as exc:
+        _fail(str(exc))
+    table = Table("component", "pid", "port", "alive", "ready", "health")
+    healthy = True
+    for name, comp in stack.state.components.items():
+        alive = pid_alive(comp.pid)
+        ready = alive and is_ready(get_settings(), comp)
+        health = _health(comp.port) if name.endswith(".server") and alive else "-"
+        healthy &= alive and ready and health in ("SERVING", "-")
+        table.add_row(name, str(comp.pid), str(comp.port or "-"), "yes" if alive else "NO",
+                      "yes" if ready else "no", health)
+    console.print(table)
+    if not healthy:
+        raise typer.Exit(1)
+
+
+def _health(port: int) -> str:
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+            reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=2)
+        return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+    except grpc.RpcError as exc:
+        return exc.code().name
+
+
+@app.command()
+def down():
+    """Stop the embedded stack."""
+    from paperworks.shared.stack import StackError, attach
+
+    try:
+        stack = attach(get_settings())
+    except StackError as exc:
+        _fail(str(exc))
+    stack.down()
+    console.print("stopped")
+
+
+# --- processes (what containers run) ------------------------------------------------------
+
+
+@app.command()
+def serve(service: str):
+    """Run a service's gRPC server (with its outbox relay)."""
+    from paperworks.shared import processes
+
+    processes.serve(get_settings(), service)
+
+
+@app.command()
+def dispatch(service: str):
+    """Run a service's dispatcher: Kafka intake → Celery."""
+    from paperworks.shared import processes
+
+    processes.dispatch(get_settings(), service)
+
+
+@app.command()
+def work(service: str):
+    """Run a service's Celery worker pool."""
+    from paperworks.shared import processes
+
+    processes.work(get_settings(), service)
+
+
+@app.command()
+def migrate():
+    """Apply the database migrations, then create the Kafka topics."""
+    from paperworks.shared.bus.kafka import ensure_topics
+    from paperworks.shared.db.migrate import upgrade
+    from paperworks.shared.registry import services
+
+    settings = get_settings()
+    upgrade(settings.sqlalchemy_url)
+    ensure_topics(settings, list(services()))
+    console.print("migrated; topics exist")
+
+
+if __name__ == "__main__":
+    sys.exit(app())

@@ -1,0 +1,72 @@
+"""Every setting is one PAPERWORKS_* environment variable, read in one place.
+
+The embedded stack and production run the same code; only these values differ.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="PAPERWORKS_", extra="ignore")
+
+    state_dir: Path = Field(
+        default=Path.home() / ".paperworks",
+        description="Embedded stack: database, artifacts, logs and the process table.",
+    )
+    database_url: str = Field(
+        default="",
+        description="SQLAlchemy URL; empty means SQLite in state_dir.",
+    )
+    kafka_bootstrap_servers: str = Field(default="127.0.0.1:9092")
+    kafka_partitions: int = Field(default=4, ge=1, description="Partitions per jobs topic.")
+    kafka_session_timeout_ms: int = Field(default=6000, ge=1000)
+    celery_broker_url: str = Field(default="redis://127.0.0.1:6379/0")
+    celery_key_prefix: str = Field(default="", description="Redis key prefix for the Celery broker.")
+    celery_visibility_timeout_s: int = Field(
+        default=3600, ge=1, description="Redelivery of tasks whose whole worker died."
+    )
+    worker_concurrency: int = Field(default=1, ge=1)
+    artifact_root: Path | None = Field(default=None, description="Empty means state_dir/artifacts.")
+    auth_tokens: str = Field(
+        default="",
+        description="Comma-separated tenant:token or tenant:sha256:<hex>; empty means dev mode.",
+    )
+    grpc_host: str = Field(default="127.0.0.1")
+    grpc_port: int = Field(default=50051, ge=0, le=65535)
+    metrics_port: int = Field(default=0, ge=0, le=65535, description="0 disables /metrics.")
+    max_message_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    job_lease_s: float = Field(
+        default=10.0, gt=0, description="A RUNNING job whose heartbeat is older is taken over."
+    )
+    max_attempts: int = Field(default=5, ge=1, description="Executions of one job before FAILED.")
+    task_soft_time_limit_s: int = Field(default=6 * 3600, ge=1)
+    task_time_limit_s: int = Field(default=6 * 3600 + 300, ge=1)
+    transient_retries: int = Field(default=3, ge=0)
+    relay_interval_s: float = Field(default=0.05, gt=0)
+    endpoints: str = Field(
+        default="", description="Client side: service=host:port,...; empty reads the stack file."
+    )
+    token: str = Field(default="", description="Client side: bearer token.")
+    log_level: str = Field(default="INFO")
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.state_dir / 'paperworks.db'}"
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.artifact_root or self.state_dir / "artifacts"
+
+    @property
+    def stack_file(self) -> Path:
+        return self.state_dir / "stack.json"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,1 @@
+"""Persistence: the database is the source of truth for jobs, events and the outbox."""

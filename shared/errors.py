@@ -1,0 +1,78 @@
+"""One exception hierarchy for the whole platform.
+
+Domain code raises these; the rpc runtime maps them to gRPC status codes in one
+place (`paperworks.shared.rpc.status`), and the job runner stores them as a
+job's ErrorDetail. Each carries the gRPC code name, so the mapping is data.
+"""
+from __future__ import annotations
+
+
+class PaperworksError(Exception):
+    code = "INTERNAL"
+    retryable = False
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}" if self.field else self.message
+
+
+class InvalidArgument(PaperworksError):
+    code = "INVALID_ARGUMENT"
+
+    def __init__(self, field: str, message: str, violations: list[tuple[str, str]] | None = None):
+        super().__init__(message, field)
+        self.violations = violations or [(field, message)]
+
+
+class NotFound(PaperworksError):
+    code = "NOT_FOUND"
+
+
+class AlreadyExists(PaperworksError):
+    code = "ALREADY_EXISTS"
+
+
+class FailedPrecondition(PaperworksError):
+    code = "FAILED_PRECONDITION"
+
+
+class Unauthenticated(PaperworksError):
+    code = "UNAUTHENTICATED"
+
+
+class PermissionDenied(PaperworksError):
+    code = "PERMISSION_DENIED"
+
+
+class ResourceExhausted(PaperworksError):
+    code = "RESOURCE_EXHAUSTED"
+
+
+class DeadlineExceeded(PaperworksError):
+    code = "DEADLINE_EXCEEDED"
+    retryable = True
+
+
+class Unavailable(PaperworksError):
+    """A dependency is down or overloaded; the same call may succeed later."""
+
+    code = "UNAVAILABLE"
+    retryable = True
+
+
+class Cancelled(PaperworksError):
+    code = "CANCELLED"
+
+
+def violations_from_pydantic(exc, prefix: str = "") -> InvalidArgument:
+    """Turns a pydantic ValidationError into InvalidArgument naming every field path."""
+    violations = []
+    for err in exc.errors():
+        path = ".".join(str(p) for p in err["loc"]) or "request"
+        violations.append((f"{prefix}{path}", err["msg"]))
+    field, message = violations[0]
+    return InvalidArgument(field, message, violations)

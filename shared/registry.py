@@ -1,0 +1,80 @@
+"""The services paperworks runs, discovered from services/<name>/spec.py.
+
+A spec is plain data naming import paths, so the CLI, the stack launcher and
+the dispatcher can list services and job kinds without importing any method
+code (torch, models); workers import a kind's handler only when it runs.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from pydantic import BaseModel
+
+import paperworks.services
+
+
+@dataclass(frozen=True)
+class JobKind:
+    name: str
+    params: type[BaseModel]
+    handler: str  # "module:function", called as function(params, ctx) -> dict
+    submit_rpc: str  # the service's Submit<Kind> method name
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    name: str
+    description: str
+    servicer: str  # "module:Class", constructed with (runtime)
+    grpc_module: str  # the *_pb2_grpc module holding the stub and add_*_to_server
+    grpc_service: str  # the proto service's short name, e.g. "OpsService"
+    kinds: dict[str, JobKind] = field(default_factory=dict)
+
+    @property
+    def package(self) -> str:
+        return self.grpc_module.rsplit(".", 1)[0]
+
+    def kind(self, name: str) -> JobKind:
+        from paperworks.shared.errors import InvalidArgument
+
+        if name not in self.kinds:
+            known = ", ".join(sorted(self.kinds))
+            raise InvalidArgument("kind", f"service {self.name!r} has no job kind {name!r} "
+                                  f"(known: {known})")
+        return self.kinds[name]
+
+
+def load(path: str):
+    """Imports 'module:attr'."""
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+@lru_cache(maxsize=1)
+def services() -> dict[str, ServiceSpec]:
+    found = {}
+    for info in pkgutil.iter_modules(paperworks.services.__path__):
+        if not info.ispkg:
+            continue
+        try:
+            module = importlib.import_module(f"paperworks.services.{info.name}.spec")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"paperworks.services.{info.name}.spec":
+                continue
+            raise
+        spec: ServiceSpec = module.SPEC
+        found[spec.name] = spec
+    return dict(sorted(found.items()))
+
+
+def service(name: str) -> ServiceSpec:
+    from paperworks.shared.errors import NotFound
+
+    specs = services()
+    if name not in specs:
+        raise NotFound(f"no service {name!r} (known: {', '.join(specs)})", "service")
+    return specs[name]

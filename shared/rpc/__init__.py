@@ -1,0 +1,1 @@
+"""The gRPC runtime every service shares: bootstrap, auth, errors, jobs surface."""

@@ -1,0 +1,107 @@
+"""JobService: the one job surface each service serves for its own jobs.
+
+A tenant sees only its own jobs; anything else is NOT_FOUND, never a hint that
+the job exists. WatchJob replays the history from the database, then follows
+new events until the terminal state change.
+"""
+from __future__ import annotations
+
+import asyncio
+
+from paperworks.shared.db.models import TERMINAL_STATES
+from paperworks.shared.errors import InvalidArgument, NotFound
+from paperworks.shared.rpc.convert import (
+    PROTO_TO_STATE,
+    artifact_ref,
+    event_message,
+    job_message,
+)
+from paperworks.shared.rpc.runtime import ServiceRuntime
+from paperworks.shared.rpc.status import rpc_method
+from paperworks.v1 import jobs_pb2, jobs_pb2_grpc
+
+WATCH_POLL_S = 0.05
+MAX_CHUNK = 4 * 1024 * 1024
+
+
+class JobServicer(jobs_pb2_grpc.JobServiceServicer):
+    def __init__(self, rt: ServiceRuntime):
+        self.rt = rt
+
+    async def _job(self, context, job_id: str):
+        if not job_id:
+            raise InvalidArgument("job_id", "is required")
+        return await asyncio.to_thread(
+            self.rt.store.get, self.rt.tenant(context), self.rt.spec.name, job_id
+        )
+
+    async def _full(self, job):
+        artifacts = await asyncio.to_thread(self.rt.store.artifacts, job.id)
+        return job_message(job, artifacts)
+
+    @rpc_method
+    async def GetJob(self, request, context):
+        return jobs_pb2.GetJobResponse(job=await self._full(await self._job(context, request.job_id)))
+
+    @rpc_method
+    async def ListJobs(self, request, context):
+        states = []
+        for i, s in enumerate(request.states):
+            if s not in PROTO_TO_STATE:
+                raise InvalidArgument(f"states[{i}]", f"unknown job state {s}")
+            states.append(PROTO_TO_STATE[s])
+        jobs, token = await asyncio.to_thread(
+            self.rt.store.list,
+            self.rt.tenant(context),
+            self.rt.spec.name,
+            request.kind,
+            tuple(states),
+            request.page_size,
+            request.page_token,
+        )
+        return jobs_pb2.ListJobsResponse(
+            jobs=[job_message(j) for j in jobs], next_page_token=token
+        )
+
+    @rpc_method
+    async def WatchJob(self, request, context):
+        job = await self._job(context, request.job_id)
+        if request.after_seq < 0:
+            raise InvalidArgument("after_seq", "must be >= 0")
+        seq = request.after_seq
+        while True:
+            events = await asyncio.to_thread(self.rt.store.events_after, job.id, seq)
+            for ev in events:
+                seq = ev.seq
+                yield jobs_pb2.WatchJobResponse(event=event_message(ev))
+                if ev.type == "STATE_CHANGED" and ev.state in TERMINAL_STATES:
+                    return
+            if not events:
+                await asyncio.sleep(WATCH_POLL_S)
+
+    @rpc_method
+    async def CancelJob(self, request, context):
+        await self._job(context, request.job_id)
+        job = await asyncio.to_thread(
+            self.rt.store.request_cancel, self.rt.tenant(context), self.rt.spec.name,
+            request.job_id,
+        )
+        return jobs_pb2.CancelJobResponse(job=await self._full(job))
+
+    @rpc_method
+    async def GetArtifact(self, request, context):
+        job = await self._job(context, request.job_id)
+        if request.chunk_bytes < 0 or request.chunk_bytes > MAX_CHUNK:
+            raise InvalidArgument("chunk_bytes", f"must be between 0 and {MAX_CHUNK}")
+        chunk = request.chunk_bytes or 1024 * 1024
+        refs = await asyncio.to_thread(self.rt.store.artifacts, job.id)
+        ref = next((a for a in refs if a.sha256 == request.sha256), None)
+        if ref is None:
+            raise NotFound(f"job {job.id} has no artifact {request.sha256!r}", "sha256")
+        offset = 0
+        for data in self.rt.artifacts.read_chunks(ref.sha256, chunk):
+            response = jobs_pb2.GetArtifactResponse(offset=offset, data=data)
+            if offset == 0:
+                response.artifact.CopyFrom(artifact_ref(ref))
+            offset += len(data)
+            yield response

@@ -1,0 +1,78 @@
+"""Maps the platform's exceptions to gRPC status codes, in one place.
+
+Errors leave the server as a google.rpc.Status with a BadRequest detail naming
+each offending field, so any client can read the field, not only ours.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from paperworks.shared.errors import InvalidArgument, PaperworksError
+
+log = logging.getLogger(__name__)
+
+
+def status_code(name: str) -> grpc.StatusCode:
+    return getattr(grpc.StatusCode, name, grpc.StatusCode.UNKNOWN)
+
+
+def to_rich_status(exc: PaperworksError) -> grpc.Status:
+    detail = status_pb2.Status(code=code_pb2.Code.Value(exc.code), message=str(exc))
+    if isinstance(exc, InvalidArgument):
+        bad = error_details_pb2.BadRequest(
+            field_violations=[
+                error_details_pb2.BadRequest.FieldViolation(field=f, description=d)
+                for f, d in exc.violations
+            ]
+        )
+        packed = any_pb2.Any()
+        packed.Pack(bad)
+        detail.details.append(packed)
+    return rpc_status.to_status(detail)
+
+
+async def abort_with(context: grpc.aio.ServicerContext, exc: PaperworksError):
+    await context.abort_with_status(to_rich_status(exc))
+
+
+def rpc_method(func):
+    """Wraps a servicer method (unary or server-streaming) so domain errors become statuses."""
+    if inspect.isasyncgenfunction(func):
+
+        @functools.wraps(func)
+        async def stream(self, request, context):
+            try:
+                async for item in func(self, request, context):
+                    yield item
+            except PaperworksError as exc:
+                await abort_with(context, exc)
+
+        return stream
+
+    @functools.wraps(func)
+    async def unary(self, request, context):
+        try:
+            return await func(self, request, context)
+        except PaperworksError as exc:
+            await abort_with(context, exc)
+
+    return unary
+
+
+def field_violations(error: grpc.RpcError) -> list[tuple[str, str]]:
+    """Client side: the (field, description) pairs of a rejected call."""
+    status = rpc_status.from_call(error) if hasattr(error, "trailing_metadata") else None
+    found = []
+    for detail in status.details if status else ():
+        if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+            bad = error_details_pb2.BadRequest()
+            detail.Unpack(bad)
+            found += [(v.field, v.description) for v in bad.field_violations]
+    return found

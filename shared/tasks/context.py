@@ -1,0 +1,72 @@
+"""What a job handler sees: its parameters' job, progress reporting, artifacts, cancellation.
+
+Handlers stay free of Celery and of the database: they call `ctx.progress(...)`
+per step, and that call is where cancellation and a lost lease surface.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+
+from paperworks.shared.artifacts import ArtifactStore
+from paperworks.shared.db.jobs import JobStore
+from paperworks.shared.errors import Cancelled
+
+
+class JobCancelled(Cancelled):
+    def __init__(self):
+        super().__init__("cancelled on request")
+
+
+@dataclass
+class JobContext:
+    job_id: str
+    token: str
+    attempt: int
+    store: JobStore
+    artifacts: ArtifactStore
+    min_interval_s: float = 0.05
+    _last_write: float = 0.0
+
+    @property
+    def log(self) -> logging.Logger:
+        return logging.getLogger(f"paperworks.job.{self.job_id}")
+
+    def progress(
+        self,
+        step: int,
+        total_steps: int,
+        stage: str = "",
+        message: str = "",
+    ) -> None:
+        """Records progress (throttled, but the last step is always written); raises
+        JobCancelled when cancellation was requested."""
+        now = time.monotonic()
+        final = step >= total_steps
+        if not final and now - self._last_write < self.min_interval_s:
+            return
+        self._last_write = now
+        fraction = min(1.0, step / total_steps) if total_steps else 0.0
+        cancel = self.store.report_progress(
+            self.job_id,
+            self.token,
+            {
+                "fraction": fraction,
+                "stage": stage,
+                "step": step,
+                "total_steps": total_steps,
+                "message": message,
+            },
+        )
+        if cancel:
+            raise JobCancelled()
+
+    def put_artifact(self, name: str, data: bytes, media_type: str) -> dict:
+        sha = self.artifacts.put(data)
+        self.store.attach_artifact(self.job_id, self.token, name, sha, media_type, len(data))
+        return {"sha256": sha, "name": name, "media_type": media_type, "size_bytes": len(data)}
+
+    def put_json(self, name: str, obj) -> dict:
+        return self.put_artifact(name, json.dumps(obj, indent=1).encode(), "application/json")
