@@ -50,6 +50,11 @@ CANCEL_REQUESTED = "CANCEL_REQUESTED"
 RETRYING = "RETRYING"
 
 
+def _update_job():
+    # ORM objects loaded earlier in a session are not re-synced: every read re-selects
+    return update(Job).execution_options(synchronize_session=False)
+
+
 def jobs_topic(service: str) -> str:
     return f"paperworks.{service}.jobs"
 
@@ -224,7 +229,7 @@ class JobStore:
         with self.db.session() as s:
             if not self._cas(s, job_id, (QUEUED,), CANCELLED, {"finished_at": utcnow()}):
                 seq = s.scalar(
-                    update(Job)
+                    _update_job()
                     .where(Job.id == job_id, Job.state == RUNNING, Job.cancel_requested.is_(False))
                     .values(cancel_requested=True, event_seq=Job.event_seq + 1, updated_at=utcnow())
                     .returning(Job.event_seq)
@@ -260,7 +265,7 @@ class JobStore:
                 )
                 return Gone(FAILED)
             row = s.execute(
-                update(Job)
+                _update_job()
                 .where(
                     Job.id == job_id,
                     or_(
@@ -293,7 +298,7 @@ class JobStore:
     def heartbeat(self, job_id: str, token: str) -> bool:
         with self.db.session() as s:
             result = s.execute(
-                update(Job)
+                _update_job()
                 .where(Job.id == job_id, Job.run_token == token, Job.state == RUNNING)
                 .values(heartbeat_at=utcnow())
             )
@@ -304,7 +309,7 @@ class JobStore:
         now = utcnow()
         with self.db.session() as s:
             row = s.execute(
-                update(Job)
+                _update_job()
                 .where(Job.id == job_id, Job.run_token == token, Job.state == RUNNING)
                 .values(
                     progress_fraction=progress.get("fraction", 0.0),
@@ -329,7 +334,7 @@ class JobStore:
     ) -> None:
         with self.db.session() as s:
             seq = s.scalar(
-                update(Job)
+                _update_job()
                 .where(Job.id == job_id, Job.run_token == token, Job.state == RUNNING)
                 .values(event_seq=Job.event_seq + 1, updated_at=utcnow())
                 .returning(Job.event_seq)
@@ -374,7 +379,7 @@ class JobStore:
         """Gives up the lease so a retry can take over at once (transient failure)."""
         with self.db.session() as s:
             seq = s.scalar(
-                update(Job)
+                _update_job()
                 .where(Job.id == job_id, Job.run_token == token, Job.state == RUNNING)
                 .values(
                     run_token=None,
@@ -411,7 +416,7 @@ class JobStore:
         if token is not None:
             conditions.append(Job.run_token == token)
         seq = s.scalar(
-            update(Job)
+            _update_job()
             .where(*conditions)
             .values(state=to_state, updated_at=utcnow(), event_seq=Job.event_seq + 1, **values)
             .returning(Job.event_seq)
@@ -426,7 +431,7 @@ class JobStore:
 
     def _append_event(self, s: Session, job_id: str, type_: str, state: str, payload: dict) -> None:
         seq = s.scalar(
-            update(Job)
+            _update_job()
             .where(Job.id == job_id)
             .values(event_seq=Job.event_seq + 1)
             .returning(Job.event_seq)

@@ -1,0 +1,143 @@
+"""The job store's guarantees, on SQLite and PostgreSQL: guarded transitions,
+idempotency per tenant, fencing by lease, gap-free event numbering, paging."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from paperworks.shared.db.jobs import Acquired, Busy, Gone, LeaseLost
+from paperworks.shared.db.models import OutboxMessage
+from paperworks.shared.errors import InvalidArgument, NotFound
+
+PARAMS = {"seed": 1, "steps": 3, "rounds_per_step": 1, "fail_once_at_step": 0}
+
+
+def submit(store, tenant="t1", key=None, params=PARAMS):
+    return store.submit(tenant, "ops", "digest", params, key)
+
+
+def test_submit_writes_job_event_and_outbox_in_one_go(store):
+    job, created = submit(store)
+    assert created and job.state == "QUEUED" and job.id.startswith("ops-")
+    events = store.events_after(job.id, 0)
+    assert [(e.seq, e.type, e.state) for e in events] == [(1, "STATE_CHANGED", "QUEUED")]
+    with store.db.session() as s:
+        topics = sorted(m.topic for m in s.query(OutboxMessage).filter_by(key=job.id))
+    assert topics == ["paperworks.events", "paperworks.ops.jobs"]
+
+
+def test_idempotency_key_is_per_tenant_and_checks_parameters(store):
+    a, created_a = submit(store, "t1", "k")
+    again, created_again = submit(store, "t1", "k")
+    other, created_other = submit(store, "t2", "k")
+    assert created_a and not created_again and created_other
+    assert again.id == a.id and other.id != a.id
+    with pytest.raises(InvalidArgument) as exc:
+        submit(store, "t1", "k", {**PARAMS, "seed": 2})
+    assert exc.value.field == "idempotency_key"
+
+
+def test_concurrent_submits_with_one_key_make_one_job(store):
+    ids, errors = [], []
+
+    def go():
+        try:
+            ids.append(submit(store, "t1", "race")[0].id)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=go) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(set(ids)) == 1
+
+
+def test_tenant_sees_only_its_jobs(store):
+    job, _ = submit(store, "t1")
+    with pytest.raises(NotFound):
+        store.get("t2", "ops", job.id)
+    with pytest.raises(NotFound):
+        store.get("t1", "router", job.id)
+    assert store.list("t2", "ops")[0] == []
+
+
+def test_finished_job_cannot_be_moved_by_a_redelivery(store):
+    job, _ = submit(store)
+    claim = store.acquire(job.id, lease_s=30, max_attempts=5)
+    assert isinstance(claim, Acquired) and claim.attempt == 1
+    assert store.finish(job.id, claim.token, "SUCCEEDED", result={"digest": "x"})
+    assert isinstance(store.acquire(job.id, 30, 5), Gone)
+    assert not store.finish(job.id, claim.token, "FAILED", error={"code": "INTERNAL"})
+    final = store.get("t1", "ops", job.id)
+    assert final.state == "SUCCEEDED" and final.result == {"digest": "x"}
+    terminal = [e for e in store.events_after(job.id, 0) if e.state == "SUCCEEDED"]
+    assert len(terminal) == 1
+
+
+def test_live_lease_blocks_takeover_and_stale_lease_allows_it(store):
+    job, _ = submit(store)
+    first = store.acquire(job.id, lease_s=0.5, max_attempts=5)
+    assert isinstance(store.acquire(job.id, lease_s=0.5, max_attempts=5), Busy)
+    time.sleep(0.6)
+    second = store.acquire(job.id, lease_s=0.5, max_attempts=5)
+    assert isinstance(second, Acquired) and second.attempt == 2
+    # the first execution is fenced off: its writes fail, its result is never stored
+    with pytest.raises(LeaseLost):
+        store.report_progress(job.id, first.token, {"fraction": 0.5})
+    assert not store.finish(job.id, first.token, "SUCCEEDED", result={"from": "first"})
+    assert store.finish(job.id, second.token, "SUCCEEDED", result={"from": "second"})
+    assert store.get(None, "ops", job.id).result == {"from": "second"}
+
+
+def test_attempts_are_capped(store):
+    job, _ = submit(store)
+    for _ in range(2):
+        claim = store.acquire(job.id, lease_s=30, max_attempts=2)
+        store.release(job.id, claim.token, "transient")
+    assert isinstance(store.acquire(job.id, 30, 2), Gone)
+    failed = store.get(None, "ops", job.id)
+    assert failed.state == "FAILED" and "2 attempts" in failed.error["message"]
+
+
+def test_cancel_queued_ends_now_and_running_is_asked(store):
+    queued, _ = submit(store)
+    assert store.request_cancel("t1", "ops", queued.id).state == "CANCELLED"
+    running, _ = submit(store)
+    claim = store.acquire(running.id, 30, 5)
+    assert store.request_cancel("t1", "ops", running.id).cancel_requested
+    assert store.report_progress(running.id, claim.token, {"fraction": 0.1}) is True
+
+
+def test_event_numbers_have_no_gaps_under_concurrent_writers(store):
+    job, _ = submit(store)
+    claim = store.acquire(job.id, 30, 5)
+
+    def progress():
+        for i in range(10):
+            store.report_progress(job.id, claim.token, {"fraction": i / 10})
+
+    threads = [threading.Thread(target=progress) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    seqs = [e.seq for e in store.events_after(job.id, 0)]
+    assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) == 2 + 30
+
+
+def test_list_pages_newest_first_and_filters(store):
+    ids = [submit(store)[0].id for _ in range(5)]
+    page1, token = store.list("t1", "ops", page_size=2)
+    page2, token2 = store.list("t1", "ops", page_size=2, page_token=token)
+    page3, token3 = store.list("t1", "ops", page_size=2, page_token=token2)
+    seen = [j.id for j in page1 + page2 + page3]
+    assert seen == list(reversed(ids)) and token3 == ""
+    store.request_cancel("t1", "ops", ids[0])
+    assert [j.id for j in store.list("t1", "ops", states=("CANCELLED",))[0]] == [ids[0]]
+    with pytest.raises(InvalidArgument) as exc:
+        store.list("t1", "ops", page_token="garbage!")
+    assert exc.value.field == "page_token"

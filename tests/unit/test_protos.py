@@ -1,0 +1,31 @@
+"""The committed stubs are exactly what `make proto` generates; the protos follow buf's style."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from paperworks.shared.protogen import PROTO_ROOT, generate, proto_files
+
+
+def test_committed_stubs_match_the_protos(tmp_path):
+    generate(tmp_path)
+    generated = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*_pb2*.py*"))
+    committed = sorted(p.relative_to(PROTO_ROOT) for p in PROTO_ROOT.rglob("*_pb2*.py*"))
+    assert generated == committed, "stale or extra stubs: run `make proto`"
+    for rel in generated:
+        assert (tmp_path / rel).read_bytes() == (PROTO_ROOT / rel).read_bytes(), (
+            f"{rel} differs from what the protos generate: run `make proto`"
+        )
+
+
+def test_protos_are_versioned_and_have_request_response_per_rpc():
+    for path in proto_files():
+        text = path.read_text()
+        package = re.search(r"^package ([\w.]+);", text, re.M).group(1)
+        rel = path.relative_to(PROTO_ROOT).parent.as_posix().replace("/", ".")
+        assert package == rel, f"{path}: package {package} must match its folder {rel}"
+        assert re.search(r"\.v\d+$", package), f"{path}: package must end in a version"
+        for name, req, resp in re.findall(
+            r"rpc (\w+)\((?:stream )?([\w.]+)\) returns \((?:stream )?([\w.]+)\)", text
+        ):
+            assert req == f"{name}Request" and resp == f"{name}Response", f"{path}: rpc {name}"
