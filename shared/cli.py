@@ -6,19 +6,17 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import grpc
 import typer
 from google.protobuf import json_format
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-
 from paperworks.shared.config import get_settings
 from paperworks.shared.errors import PaperworksError
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.v1 import jobs_pb2
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 app = typer.Typer(help="paperworks: ICML 2026 methods as gRPC services.", no_args_is_help=True)
 artifacts_app = typer.Typer(help="Job artifacts.", no_args_is_help=True)
@@ -79,7 +77,7 @@ def _job_json(job: jobs_pb2.Job) -> str:
 def submit(
     service: str,
     kind: str,
-    set_: List[str] = typer.Option([], "--set", help="A parameter, key=value (JSON values)."),
+    set_: list[str] = typer.Option([], "--set", help="A parameter, key=value (JSON values)."),
     watch_: bool = typer.Option(False, "--watch", help="Follow the job until it ends."),
 ):
     """Submit a job: paperworks submit ops digest --set seed=1 --set steps=10"""
@@ -128,7 +126,7 @@ def get(job_id: str):
 def list_(
     service: str,
     kind: str = typer.Option("", help="Only this job kind."),
-    state: List[str] = typer.Option([], help="Only these states (QUEUED, RUNNING, ...)."),
+    state: list[str] = typer.Option([], help="Only these states (QUEUED, RUNNING, ...)."),
     page_size: int = typer.Option(50),
     page_token: str = typer.Option(""),
 ):
@@ -163,8 +161,8 @@ def artifacts_pull(job_id: str, out: Path = typer.Option(Path("."), help="Destin
 
 @app.command()
 def up(
-    service: List[str] = typer.Option([], help="Only these services (default: all)."),
-    base_port: Optional[int] = typer.Option(None, help="Fixed ports from here (default: free)."),
+    service: list[str] = typer.Option([], help="Only these services (default: all)."),
+    base_port: int | None = typer.Option(None, help="Fixed ports from here (default: free)."),
 ):
     """Start every service, its dispatcher and worker pool, Kafka and Redis, locally."""
     from paperworks.shared.registry import services

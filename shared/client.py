@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import AsyncIterator, Iterator
 
 import grpc
 from google.protobuf import json_format, message_factory
-
 from paperworks.shared.config import Settings, get_settings
 from paperworks.shared.db.models import TERMINAL_STATES
 from paperworks.shared.errors import InvalidArgument, NotFound
@@ -264,7 +263,7 @@ def _write_stream(replies, dest: Path, sha256: str) -> Path:
             f.write(reply.data)
     if digest.hexdigest() != sha256:
         tmp.unlink()
-        raise IOError(f"artifact {sha256} arrived corrupted (hash {digest.hexdigest()})")
+        raise OSError(f"artifact {sha256} arrived corrupted (hash {digest.hexdigest()})")
     target = target or dest / sha256
     tmp.replace(target)
     return target

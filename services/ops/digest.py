@@ -7,7 +7,7 @@ any paper: it exists so the platform can be tested and benchmarked on real work.
 from __future__ import annotations
 
 import hashlib
-from typing import Callable
+from collections.abc import Callable
 
 
 def digest_chain(

@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import asyncio
 
-from pydantic import ValidationError
-
 from paperworks.ops.v1 import ops_pb2, ops_pb2_grpc
 from paperworks.services.ops.digest import digest_chain
 from paperworks.shared.errors import DeadlineExceeded, InvalidArgument, violations_from_pydantic
 from paperworks.shared.rpc.convert import request_params
 from paperworks.shared.rpc.runtime import ServiceRuntime
 from paperworks.shared.rpc.status import rpc_method
+from pydantic import ValidationError
 
 INLINE_MAX_STEPS = 100
 INLINE_MAX_ROUNDS = 100_000

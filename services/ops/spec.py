@@ -1,7 +1,6 @@
 """The ops service as the platform sees it: its gRPC service and its one job kind."""
-from pydantic import BaseModel, Field
-
 from paperworks.shared.registry import JobKind, ServiceSpec
+from pydantic import BaseModel, Field
 
 
 class DigestParams(BaseModel):

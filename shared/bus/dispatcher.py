@@ -14,7 +14,6 @@ import threading
 
 from kafka import TopicPartition
 from kafka.structs import OffsetAndMetadata
-
 from paperworks.shared.bus.kafka import make_consumer, make_producer
 from paperworks.shared.config import Settings
 from paperworks.shared.db.engine import Database

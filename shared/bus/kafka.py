@@ -5,13 +5,13 @@ auto-commit: the dispatcher commits an offset only after the job is in Celery.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
-
 from paperworks.shared.config import Settings
 from paperworks.shared.db.jobs import DLQ_TOPIC, EVENTS_TOPIC, jobs_topic
 
@@ -64,10 +64,8 @@ def ensure_topics(settings: Settings, services: list[str], attempts: int = 20) -
             existing = set(admin.list_topics())
             missing = [t for t in wanted if t.name not in existing]
             if missing:
-                try:
+                with contextlib.suppress(TopicAlreadyExistsError):  # a concurrent creator won
                     admin.create_topics(missing)
-                except TopicAlreadyExistsError:
-                    pass
             return
         finally:
             admin.close()

@@ -7,15 +7,15 @@ after a broker restart the relay republishes from the database.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
 
-from sqlalchemy import select, update
-
 from paperworks.shared.config import Settings
 from paperworks.shared.db.engine import Database
 from paperworks.shared.db.models import OutboxMessage, utcnow
+from sqlalchemy import select, update
 
 log = logging.getLogger(__name__)
 
@@ -98,10 +98,8 @@ class OutboxRelay:
 
     def _reset_producer(self) -> None:
         if self._producer is not None:
-            try:
+            with contextlib.suppress(Exception):
                 self._producer.close(timeout=1)
-            except Exception:  # noqa: BLE001
-                pass
             self._producer = None
 
     def start(self) -> threading.Thread:

@@ -16,11 +16,7 @@ import base64
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-
-from sqlalchemy import and_, func, or_, select, update
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from datetime import UTC, datetime, timedelta
 
 from paperworks.shared.db.engine import Database
 from paperworks.shared.db.models import (
@@ -39,6 +35,9 @@ from paperworks.shared.db.models import (
     utcnow,
 )
 from paperworks.shared.errors import InvalidArgument, NotFound
+from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 EVENTS_TOPIC = "paperworks.events"
 DLQ_TOPIC = "paperworks.dlq"
@@ -476,9 +475,8 @@ def error_dict(code: str, message: str, field: str | None = None, retryable: boo
 
 
 def _aware(dt: datetime) -> datetime:
-    from datetime import timezone
 
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 def _encode_token(job: Job) -> str:
@@ -490,5 +488,5 @@ def _decode_token(token: str) -> tuple[datetime, str]:
     try:
         created, job_id = json.loads(base64.urlsafe_b64decode(token.encode()))
         return datetime.fromisoformat(created), str(job_id)
-    except Exception as exc:  # noqa: BLE001 - any malformed token is the caller's error
+    except Exception as exc:
         raise InvalidArgument("page_token", "malformed page token") from exc

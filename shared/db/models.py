@@ -6,7 +6,7 @@ compare-and-set updates in `paperworks.shared.db.jobs`.
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlalchemy import (
     JSON,
@@ -35,7 +35,7 @@ ALL_STATES = (QUEUED, RUNNING, *TERMINAL_STATES)
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class Base(DeclarativeBase):

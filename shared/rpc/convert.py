@@ -1,10 +1,9 @@
 """Database rows ↔ API messages for the jobs surface."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from google.protobuf import json_format, struct_pb2, timestamp_pb2
-
 from paperworks.shared.db.models import Job, JobArtifact, JobEvent
 from paperworks.v1 import common_pb2, jobs_pb2
 
@@ -29,7 +28,7 @@ def timestamp(dt: datetime | None) -> timestamp_pb2.Timestamp | None:
     if dt is None:
         return None
     ts = timestamp_pb2.Timestamp()
-    ts.FromDatetime(dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc))
+    ts.FromDatetime(dt if dt.tzinfo else dt.replace(tzinfo=UTC))
     return ts
 
 

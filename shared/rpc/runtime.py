@@ -10,8 +10,6 @@ import asyncio
 from dataclasses import dataclass
 
 import grpc
-from pydantic import ValidationError
-
 from paperworks.shared.artifacts import ArtifactStore
 from paperworks.shared.config import Settings
 from paperworks.shared.db.engine import Database
@@ -21,6 +19,7 @@ from paperworks.shared.registry import ServiceSpec
 from paperworks.shared.rpc.auth import Authenticator
 from paperworks.shared.rpc.convert import job_message, request_params
 from paperworks.v1 import jobs_pb2
+from pydantic import ValidationError
 
 
 @dataclass
@@ -33,7 +32,7 @@ class ServiceRuntime:
     auth: Authenticator
 
     @classmethod
-    def create(cls, settings: Settings, spec: ServiceSpec) -> "ServiceRuntime":
+    def create(cls, settings: Settings, spec: ServiceSpec) -> ServiceRuntime:
         db = Database(settings.sqlalchemy_url)
         return cls(
             settings=settings,

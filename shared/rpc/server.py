@@ -3,13 +3,11 @@ auth, metrics, message limits, the outbox relay, and a graceful drain on SIGTERM
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-
 from paperworks.shared.config import Settings
 from paperworks.shared.registry import ServiceSpec, load
 from paperworks.shared.rpc.auth import AuthInterceptor

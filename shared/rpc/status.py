@@ -13,7 +13,6 @@ import grpc
 from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
-
 from paperworks.shared.errors import InvalidArgument, PaperworksError
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from paperworks.shared.errors import InvalidArgument
 from paperworks.v1 import common_pb2
 

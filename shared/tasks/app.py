@@ -10,7 +10,6 @@ import logging
 
 from celery import Celery
 from celery.signals import worker_process_init
-
 from paperworks.shared.artifacts import ArtifactStore
 from paperworks.shared.config import Settings
 from paperworks.shared.db.engine import Database

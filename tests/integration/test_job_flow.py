@@ -7,13 +7,12 @@ import json
 
 import grpc
 import pytest
-from support import TOKENS, chain
-
 from paperworks.ops.v1 import ops_pb2, ops_pb2_grpc
 from paperworks.shared.client import AsyncClient, Client
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.status import field_violations
 from paperworks.v1 import jobs_pb2, jobs_pb2_grpc
+from support import TOKENS, chain
 
 
 def states(events) -> list[str]:

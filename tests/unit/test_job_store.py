@@ -6,7 +6,6 @@ import threading
 import time
 
 import pytest
-
 from paperworks.shared.db.jobs import Acquired, Busy, Gone, LeaseLost
 from paperworks.shared.db.models import OutboxMessage
 from paperworks.shared.errors import InvalidArgument, NotFound

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-
 from paperworks.shared.db.models import Base
 
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from paperworks.shared.protogen import PROTO_ROOT, generate, proto_files
 
@@ -21,7 +20,7 @@ def test_committed_stubs_match_the_protos(tmp_path):
 def test_protos_are_versioned_and_have_request_response_per_rpc():
     for path in proto_files():
         text = path.read_text()
-        package = re.search(r"^package ([\w.]+);", text, re.M).group(1)
+        package = re.search(r"^package ([\w.]+);", text, re.MULTILINE).group(1)
         rel = path.relative_to(PROTO_ROOT).parent.as_posix().replace("/", ".")
         assert package == rel, f"{path}: package {package} must match its folder {rel}"
         assert re.search(r"\.v\d+$", package), f"{path}: package must end in a version"

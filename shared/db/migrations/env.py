@@ -1,6 +1,5 @@
 """Alembic environment: the URL comes from the caller (or PAPERWORKS_DATABASE_URL)."""
 from alembic import context
-
 from paperworks.shared.config import get_settings
 from paperworks.shared.db.engine import make_engine
 from paperworks.shared.db.models import Base

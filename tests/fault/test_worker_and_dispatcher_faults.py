@@ -1,0 +1,88 @@
+"""Faults during a job: a killed worker, a restarted dispatcher. Nothing is lost,
+nothing is done twice."""
+from __future__ import annotations
+
+import signal
+import time
+
+import psutil
+import pytest
+from paperworks.shared.rpc.convert import PROTO_TO_STATE
+from paperworks.v1 import jobs_pb2
+from support import chain
+
+
+def wait_for_step(client, job_id: str, step: int) -> None:
+    for ev in client.watch(job_id, timeout=120):
+        if ev.type == jobs_pb2.JOB_EVENT_TYPE_PROGRESS and ev.progress.step >= step:
+            return
+    raise AssertionError(f"{job_id} ended before step {step}")
+
+
+def wait_published(stack_store, job_ids: list[str], timeout: float = 30) -> None:
+    from paperworks.shared.db.models import OutboxMessage
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with stack_store.db.session() as s:
+            unsent = (s.query(OutboxMessage)
+                      .filter(OutboxMessage.key.in_(job_ids), OutboxMessage.sent_at.is_(None))
+                      .count())
+        if not unsent:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the relay did not publish the jobs")
+
+
+def assert_ended_once(client, stack_store, job_id: str, expected_digest: str) -> jobs_pb2.Job:
+    done = client.wait(job_id, timeout=180)
+    assert PROTO_TO_STATE[done.state] == "SUCCEEDED", done.error.message
+    assert done.result["digest"] == expected_digest
+    events = stack_store.events_after(job_id, 0)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    terminal = [e for e in events if e.type == "STATE_CHANGED" and e.state == "SUCCEEDED"]
+    assert len(terminal) == 1
+    assert len(client.get(job_id).artifacts) == 1
+    return done
+
+
+def test_sigkill_of_the_task_process_mid_job(stack, client, stack_store):
+    job = client.submit("ops", "digest", seed=21, steps=30, rounds_per_step=20000)
+    wait_for_step(client, job.id, 3)
+    worker = psutil.Process(stack.state.components["ops.worker"].pid)
+    [child] = worker.children()
+    child.send_signal(signal.SIGKILL)
+    done = assert_ended_once(client, stack_store, job.id, chain(21, 30, 20000)[-1])
+    assert done.attempts == 2
+
+
+@pytest.mark.slow
+def test_sigkill_of_the_whole_worker_mid_job(stack, client, stack_store):
+    job = client.submit("ops", "digest", seed=22, steps=30, rounds_per_step=20000)
+    wait_for_step(client, job.id, 3)
+    stack.stop("ops.worker", sig=signal.SIGKILL)
+    stack.start("ops.worker")
+    stack.wait_ready("ops.worker")
+    done = assert_ended_once(client, stack_store, job.id, chain(22, 30, 20000)[-1])
+    assert done.attempts == 2
+
+
+def test_jobs_submitted_while_the_dispatcher_is_down_all_run(stack, client, stack_store):
+    stack.stop("ops.dispatcher", sig=signal.SIGKILL)
+    jobs = [client.submit("ops", "digest", seed=100 + i, steps=2, rounds_per_step=10)
+            for i in range(5)]
+    wait_published(stack_store, [j.id for j in jobs])  # in Kafka, with nobody consuming
+    assert all(PROTO_TO_STATE[client.get(j.id).state] == "QUEUED" for j in jobs)
+    stack.start("ops.dispatcher")
+    stack.wait_ready("ops.dispatcher")
+    for i, j in enumerate(jobs):
+        assert_ended_once(client, stack_store, j.id, chain(100 + i, 2, 10)[-1])
+
+
+def test_a_restarted_server_loses_no_job(stack, client, stack_store):
+    jobs = [client.submit("ops", "digest", seed=200 + i, steps=3, rounds_per_step=10)
+            for i in range(3)]
+    stack.restart("ops.server")
+    client.close()  # reconnect to the new server process
+    for i, j in enumerate(jobs):
+        assert_ended_once(client, stack_store, j.id, chain(200 + i, 3, 10)[-1])
