@@ -1,0 +1,88 @@
+"""The `paperworks` command as a user runs it: up, submit --watch, get, list, cancel,
+artifacts pull, status, down; and the one-line errors."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+from support import chain, clean_environ
+
+
+@pytest.fixture(scope="module")
+def cli(tmp_path_factory):
+    state = tmp_path_factory.mktemp("cli-stack")
+    env = {**clean_environ(), "PAPERWORKS_STATE_DIR": str(state), "COLUMNS": "200",
+           "PAPERWORKS_KAFKA_SESSION_TIMEOUT_MS": "3000"}
+
+    def run(*args, check=True):
+        proc = subprocess.run([sys.executable, "-m", "paperworks.shared.cli", *args], env=env,
+                              capture_output=True, text=True, timeout=180)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"paperworks {' '.join(args)} failed:\n{proc.stdout}{proc.stderr}")
+        return proc
+
+    up = run("up", "--service", "ops")
+    assert "ops" in up.stdout
+    yield run, state
+    run("down", check=False)
+
+
+def test_submit_watch_get_list_pull(cli, tmp_path):
+    run, state = cli
+    out = run("submit", "ops", "digest", "--set", "seed=5", "--set", "steps=4",
+              "--set", "rounds_per_step=100", "--watch").stdout
+    job_id = out.split()[0]
+    assert "SUCCEEDED" in out and chain(5, 4, 100)[-1] in out
+    job = json.loads(run("get", job_id).stdout)
+    assert job["state"] == "JOB_STATE_SUCCEEDED" and job["result"]["digest"] == chain(5, 4, 100)[-1]
+    assert job_id in run("list", "ops", "--state", "SUCCEEDED").stdout
+    pulled = run("artifacts", "pull", job_id, "--out", str(tmp_path)).stdout.strip()
+    assert json.loads(open(pulled).read())["checkpoints"][-1] == chain(5, 4, 100)[-1]
+    assert oct(os.stat(state / "stack.json").st_mode & 0o777) == "0o600"
+
+
+def test_status_reports_every_process_healthy(cli):
+    run, _ = cli
+    out = run("status").stdout
+    for comp in ("kafka", "redis", "ops.server", "ops.dispatcher", "ops.worker"):
+        assert comp in out
+    assert "SERVING" in out and "NO" not in out
+
+
+def test_cancel_a_queued_or_running_job(cli):
+    run, _ = cli
+    job_id = run("submit", "ops", "digest", "--set", "seed=1", "--set", "steps=2000",
+                 "--set", "rounds_per_step=20000").stdout.split()[0]
+    run("cancel", job_id)
+    out = run("watch", job_id, check=False).stdout
+    assert "CANCELLED" in out
+
+
+def test_bad_input_is_one_clear_line_and_nonzero(cli):
+    run, _ = cli
+    bad = run("submit", "ops", "digest", "--set", "seed=1", "--set", "steps=0",
+              "--set", "rounds_per_step=1", check=False)
+    assert bad.returncode != 0
+    assert bad.stderr.strip().count("\n") == 0 and "INVALID_ARGUMENT" in bad.stderr
+    assert "steps" in bad.stderr
+    unknown = run("submit", "ops", "nope", check=False)
+    assert unknown.returncode != 0 and "no job kind 'nope'" in unknown.stderr
+    missing = run("get", "ops-doesnotexist", check=False)
+    assert missing.returncode != 0 and "NOT_FOUND" in missing.stderr
+
+
+def test_busy_port_is_a_one_line_error(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        env = {**clean_environ(), "PAPERWORKS_STATE_DIR": str(tmp_path)}
+        proc = subprocess.run(
+            [sys.executable, "-m", "paperworks.shared.cli", "up", "--service", "ops",
+             "--base-port", str(port)], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert f"port {port} is busy" in proc.stderr and proc.stderr.strip().count("\n") == 0
