@@ -46,6 +46,7 @@ def serve(settings: Settings, name: str) -> None:
 
         relay = OutboxRelay(settings, rt.db, spec.name)
         relay.start()
+        rt.on_submitted = relay.notify
         if settings.metrics_port:
             from prometheus_client import start_http_server
 

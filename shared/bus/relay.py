@@ -28,6 +28,7 @@ class OutboxRelay:
         self.batch = batch
         self._producer = None
         self._stop = threading.Event()
+        self._wake = threading.Event()
 
     def _producer_or_none(self):
         if self._producer is None:
@@ -55,7 +56,7 @@ class OutboxRelay:
                 self._publish(rows)
                 self._mark_sent(s, rows)
         else:
-            with self.db.session() as s:
+            with self.db.read() as s:
                 rows = list(s.scalars(query))
             self._publish(rows)
             with self.db.session() as s:
@@ -94,7 +95,12 @@ class OutboxRelay:
                 sent = 0
                 backoff = min(backoff * 2, 2.0)
             if not sent:
-                self._stop.wait(backoff)
+                self._wake.wait(backoff)
+                self._wake.clear()
+
+    def notify(self) -> None:
+        """Called after a commit that wrote outbox rows: publish now, not at the next poll."""
+        self._wake.set()
 
     def _reset_producer(self) -> None:
         if self._producer is not None:
@@ -109,4 +115,5 @@ class OutboxRelay:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         self._reset_producer()

@@ -1,8 +1,9 @@
 """Engines and sessions for SQLite and PostgreSQL from one URL.
 
 SQLite is shared by many processes in the embedded stack: WAL mode lets readers
-run beside the writer, and every transaction starts with BEGIN IMMEDIATE so two
-writers queue on the busy timeout instead of failing on a lock upgrade.
+run beside the writer, and every writing transaction starts with BEGIN IMMEDIATE
+so two writers queue on the busy timeout instead of failing on a lock upgrade;
+read-only sessions (`Database.read`) begin deferred and never wait for writers.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 SQLITE_BUSY_TIMEOUT_MS = 60_000
+READ_ONLY = "paperworks_read_only"
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -29,7 +31,8 @@ def _configure_sqlite(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn):
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        read_only = conn.get_execution_options().get(READ_ONLY, False)
+        conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
 
 def make_engine(url: str) -> Engine:
@@ -52,10 +55,20 @@ class Database:
         self.url = url
         self.engine = engine_for(url)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._readers = sessionmaker(
+            self.engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False
+        )
 
     @contextmanager
     def session(self) -> Iterator[Session]:
+        """A read-write transaction."""
         with self._sessions() as session, session.begin():
+            yield session
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        """A read-only transaction (never takes SQLite's write lock)."""
+        with self._readers() as session, session.begin():
             yield session
 
     def dispose(self) -> None:

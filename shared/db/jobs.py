@@ -138,7 +138,7 @@ class JobStore:
         return self.get(tenant, service, job_id), True
 
     def _find_keyed(self, tenant: str, service: str, key: str) -> Job | None:
-        with self.db.session() as s:
+        with self.db.read() as s:
             return s.scalar(
                 select(Job).where(
                     Job.tenant == tenant, Job.service == service, Job.idempotency_key == key
@@ -158,7 +158,7 @@ class JobStore:
 
     def get(self, tenant: str | None, service: str | None, job_id: str) -> Job:
         """A job visible to `tenant` on `service`; NOT_FOUND otherwise (never 'forbidden')."""
-        with self.db.session() as s:
+        with self.db.read() as s:
             job = s.get(Job, job_id) if job_id else None
         if job is None or (tenant is not None and job.tenant != tenant) or (
             service is not None and job.service != service
@@ -167,7 +167,7 @@ class JobStore:
         return job
 
     def artifacts(self, job_id: str) -> list[JobArtifact]:
-        with self.db.session() as s:
+        with self.db.read() as s:
             return list(
                 s.scalars(
                     select(JobArtifact).where(JobArtifact.job_id == job_id).order_by(JobArtifact.id)
@@ -201,7 +201,7 @@ class JobStore:
                 or_(Job.created_at < created, and_(Job.created_at == created, Job.id < last_id))
             )
         query = query.order_by(Job.created_at.desc(), Job.id.desc()).limit(page_size + 1)
-        with self.db.session() as s:
+        with self.db.read() as s:
             jobs = list(s.scalars(query))
         next_token = ""
         if len(jobs) > page_size:
@@ -210,7 +210,7 @@ class JobStore:
         return jobs, next_token
 
     def events_after(self, job_id: str, after_seq: int, limit: int = 500) -> list[JobEvent]:
-        with self.db.session() as s:
+        with self.db.read() as s:
             return list(
                 s.scalars(
                     select(JobEvent)

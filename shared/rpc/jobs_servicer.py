@@ -20,7 +20,8 @@ from paperworks.shared.rpc.runtime import ServiceRuntime
 from paperworks.shared.rpc.status import rpc_method
 from paperworks.v1 import jobs_pb2, jobs_pb2_grpc
 
-WATCH_POLL_S = 0.05
+WATCH_POLL_MIN_S = 0.005  # new events are usually seconds apart or milliseconds apart:
+WATCH_POLL_MAX_S = 0.25  # poll fast right after one, back off while a job is quiet
 MAX_CHUNK = 4 * 1024 * 1024
 
 
@@ -69,6 +70,7 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
         if request.after_seq < 0:
             raise InvalidArgument("after_seq", "must be >= 0")
         seq = request.after_seq
+        wait = WATCH_POLL_MIN_S
         while True:
             events = await asyncio.to_thread(self.rt.store.events_after, job.id, seq)
             for ev in events:
@@ -76,8 +78,9 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
                 yield jobs_pb2.WatchJobResponse(event=event_message(ev))
                 if ev.type == "STATE_CHANGED" and ev.state in TERMINAL_STATES:
                     return
+            wait = WATCH_POLL_MIN_S if events else min(WATCH_POLL_MAX_S, wait * 2)
             if not events:
-                await asyncio.sleep(WATCH_POLL_S)
+                await asyncio.sleep(wait)
 
     @rpc_method
     async def CancelJob(self, request, context):

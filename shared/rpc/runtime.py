@@ -7,6 +7,7 @@ the job and its outbox row in one transaction, answer with the Job.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
@@ -30,6 +31,7 @@ class ServiceRuntime:
     store: JobStore
     artifacts: ArtifactStore
     auth: Authenticator
+    on_submitted: Callable[[], None] = lambda: None  # wakes the outbox relay
 
     @classmethod
     def create(cls, settings: Settings, spec: ServiceSpec) -> ServiceRuntime:
@@ -61,4 +63,5 @@ class ServiceRuntime:
             params.model_dump(mode="json"),
             getattr(request, "idempotency_key", "") or None,
         )
+        self.on_submitted()
         return job_message(job)

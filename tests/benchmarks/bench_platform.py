@@ -1,0 +1,188 @@
+"""Platform overhead, measured against bare baselines in the same run.
+
+- submit: SubmitDigest over gRPC (auth, validation, one DB transaction with the
+  outbox row) with 1 and 8 concurrent clients, next to a bare grpc.aio unary
+  call on an in-process server doing nothing.
+- job: end-to-end latency of a trivial job (submit → SUCCEEDED seen through
+  WatchJob: outbox relay → Kafka → dispatcher → Celery → worker → DB), next to a
+  bare Celery round trip (send a no-op task, wait for its result) on the same
+  Redis broker.
+
+Writes tests/benchmarks/results/platform.json.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import grpc
+
+ROOT = Path(__file__).resolve().parent
+RESULTS = ROOT / "results" / "platform.json"
+sys.path.insert(0, str(ROOT.parent))
+
+from support import TOKENS, start_stack  # noqa: E402
+
+from paperworks.ops.v1 import ops_pb2, ops_pb2_grpc  # noqa: E402
+from paperworks.shared.client import Client  # noqa: E402
+
+CALLS = int(os.environ.get("BENCH_CALLS", "600"))
+JOBS = int(os.environ.get("BENCH_JOBS", "40"))
+
+
+def summarize(latencies: list[float], wall: float) -> dict:
+    lat = sorted(latencies)
+    return {
+        "calls": len(lat),
+        "per_s": len(lat) / wall,
+        "p50_ms": 1000 * lat[len(lat) // 2],
+        "p99_ms": 1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))],
+    }
+
+
+async def drive(call, clients: int, calls: int) -> dict:
+    latencies: list[float] = []
+
+    async def one(n):
+        for _ in range(n):
+            t = time.perf_counter()
+            await call()
+            latencies.append(time.perf_counter() - t)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one(calls // clients) for _ in range(clients)))
+    return summarize(latencies, time.perf_counter() - start)
+
+
+async def bare_grpc(clients: int) -> dict:
+    async def noop(request, context):
+        return request
+
+    handler = grpc.method_handlers_generic_handler(
+        "bench.Bare", {"Echo": grpc.unary_unary_rpc_method_handler(noop)}
+    )
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
+        echo = ch.unary_unary("/bench.Bare/Echo")
+        await echo(b"x")
+        result = await drive(lambda: echo(b"x"), clients, CALLS)
+    await server.stop(None)
+    return result
+
+
+async def platform_submit(addr: str, clients: int) -> dict:
+    metadata = (("authorization", f"Bearer {TOKENS['alice']}"),)
+    async with grpc.aio.insecure_channel(addr) as ch:
+        stub = ops_pb2_grpc.OpsServiceStub(ch)
+        request = ops_pb2.SubmitDigestRequest(seed=1, steps=1, rounds_per_step=1)
+        await stub.SubmitDigest(request, metadata=metadata)
+        return await drive(lambda: stub.SubmitDigest(request, metadata=metadata), clients, CALLS)
+
+
+def bare_celery(broker_url: str) -> dict:
+    """A no-op task's round trip through the same kind of Redis broker, with a real worker."""
+    code = (
+        "from celery import Celery\n"
+        f"app = Celery('bare', broker={broker_url!r}, backend={broker_url!r})\n"
+        "app.conf.update(task_acks_late=True, worker_prefetch_multiplier=1)\n"
+        "@app.task(name='bare.noop')\n"
+        "def noop(): return 1\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "bareapp.py").write_text(code)
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "bareapp", "worker", "-c", "1", "-P", "prefork",
+             "--without-gossip", "--without-mingle", "-l", "WARNING"],
+            cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        sys.path.insert(0, tmp)
+        try:
+            import bareapp
+
+            bareapp.noop.delay().get(timeout=60)  # warm
+            lat = []
+            start = time.perf_counter()
+            for _ in range(JOBS):
+                t = time.perf_counter()
+                bareapp.noop.delay().get(timeout=30, interval=0.001)
+                lat.append(time.perf_counter() - t)
+            return summarize(lat, time.perf_counter() - start)
+        finally:
+            worker.terminate()
+            worker.wait(timeout=30)
+
+
+def platform_job(client: Client) -> dict:
+    client.wait(client.submit("ops", "digest", seed=0, steps=1, rounds_per_step=1).id)  # warm
+    lat = []
+    start = time.perf_counter()
+    for i in range(JOBS):
+        t = time.perf_counter()
+        job = client.submit("ops", "digest", seed=i, steps=1, rounds_per_step=1)
+        for _ in client.watch(job.id, timeout=60):
+            pass
+        lat.append(time.perf_counter() - t)
+    return summarize(lat, time.perf_counter() - start)
+
+
+def main() -> dict:
+    results: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()}}
+    with tempfile.TemporaryDirectory() as tmp:
+        stack = start_stack(Path(tmp), PAPERWORKS_LOG_LEVEL="WARNING")
+        try:
+            addr = stack.endpoints["ops"]
+            for clients in (1, 8):
+                bare = asyncio.run(bare_grpc(clients))
+                ours = asyncio.run(platform_submit(addr, clients))
+                results[f"submit_{clients}_clients"] = {
+                    "bare_grpc": bare, "platform": ours,
+                    "p50_ratio": ours["p50_ms"] / bare["p50_ms"],
+                    "throughput_ratio": ours["per_s"] / bare["per_s"],
+                }
+            broker = stack.state.env["PAPERWORKS_CELERY_BROKER_URL"].rsplit("/", 1)[0] + "/5"
+            bare = bare_celery(broker)
+            with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as client:
+                ours = platform_job(client)
+            results["trivial_job"] = {
+                "bare_celery": bare, "platform": ours,
+                "p50_ratio": ours["p50_ms"] / bare["p50_ms"],
+            }
+        finally:
+            stack.down()
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=1))
+    return results
+
+
+def table(results: dict) -> str:
+    rows = ["| measure | baseline (same run) | paperworks | ratio |", "|---|---|---|---|"]
+    for clients in (1, 8):
+        r = results[f"submit_{clients}_clients"]
+        rows.append(
+            f"| submit, {clients} client(s): req/s | bare grpc.aio {r['bare_grpc']['per_s']:.0f} | "
+            f"{r['platform']['per_s']:.0f} | {r['throughput_ratio']:.2f}x |")
+        rows.append(
+            f"| submit, {clients} client(s): p50 / p99 ms | {r['bare_grpc']['p50_ms']:.2f} / "
+            f"{r['bare_grpc']['p99_ms']:.2f} | {r['platform']['p50_ms']:.2f} / "
+            f"{r['platform']['p99_ms']:.2f} | {r['p50_ratio']:.1f}x (p50) |")
+    j = results["trivial_job"]
+    rows.append(
+        f"| trivial job submit → SUCCEEDED: p50 / p99 ms | bare Celery round trip "
+        f"{j['bare_celery']['p50_ms']:.1f} / {j['bare_celery']['p99_ms']:.1f} | "
+        f"{j['platform']['p50_ms']:.1f} / {j['platform']['p99_ms']:.1f} | {j['p50_ratio']:.1f}x (p50) |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(table(main()))
