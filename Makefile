@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test proto up down status bench lint clean
+.PHONY: demo test proto deploy-files up down status bench lint clean
 
 $(STAMP): pyproject.toml setup.py
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (paperworks needs Python 3.11)"; exit 1; }
@@ -24,6 +24,9 @@ test: $(STAMP)
 
 proto: $(STAMP)
 	$(BIN)/python -m paperworks.shared.protogen
+
+deploy-files: $(STAMP)
+	$(BIN)/python -m paperworks.shared.deploy
 
 up: $(STAMP)
 	$(BIN)/paperworks up

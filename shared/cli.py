@@ -206,15 +206,25 @@ def status():
         raise typer.Exit(1)
 
 
-def _health(port: int) -> str:
+def _health(port: int, host: str = "127.0.0.1") -> str:
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     try:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+        with grpc.insecure_channel(f"{host}:{port}") as ch:
             reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=2)
         return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
     except grpc.RpcError as exc:
         return exc.code().name
+
+
+@app.command()
+def probe(address: str = typer.Argument("127.0.0.1:50051", help="host:port of a server.")):
+    """Exit 0 when the server at ADDRESS reports SERVING (container health checks)."""
+    host, _, port = address.rpartition(":")
+    status_name = _health(int(port), host or "127.0.0.1")
+    console.print(status_name)
+    if status_name != "SERVING":
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -1,12 +1,19 @@
-"""`make demo`: bring up the embedded stack, run the main job end to end, print its result.
+"""`make demo`: bring up the embedded stack, run each service's main job end to end,
+print the results.
 
 Uses only what a user has: the stack launcher and the SDK. The stack lives in
-a fresh state folder and is stopped afterwards, whatever happens.
+a fresh state folder and is stopped afterwards, whatever happens. Each service
+contributes `services/<name>/demo.py` with `run(client, out)`; `ops` goes first
+as the platform's own smoke check. `python -m paperworks.shared.demo router`
+runs only the services named.
 """
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
+import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -15,6 +22,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from paperworks.shared.client import Client
 from paperworks.shared.config import Settings
+from paperworks.shared.registry import services
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.stack import EmbeddedStack
 
@@ -51,24 +59,39 @@ def demo_ops(client: Client, out: Path) -> None:
     console.print(f"artifact {paths[0].name}: {len(checkpoints)} checkpoints (sha256-verified pull)")
 
 
-def main() -> None:
+def demo_runner(name: str):
+    if name == "ops":
+        return demo_ops
+    try:
+        return importlib.import_module(f"paperworks.services.{name}.demo").run
+    except ModuleNotFoundError:
+        return None
+
+
+def main(names: list[str]) -> None:
+    unknown = sorted(set(names) - set(services()))
+    if unknown:
+        raise SystemExit(f"unknown service(s): {', '.join(unknown)} (known: {', '.join(services())})")
+    names = names or list(services())
+    runners = {n: demo_runner(n) for n in names}
+    runners = {n: r for n, r in runners.items() if r is not None}
     with tempfile.TemporaryDirectory(prefix="paperworks-demo-") as tmp:
         settings = Settings(state_dir=Path(tmp) / "state")
-        stack = EmbeddedStack(settings, ["ops"], environ={
-            **{k: v for k, v in __import__("os").environ.items()
-               if not k.startswith("PAPERWORKS_")},
-            "PAPERWORKS_STATE_DIR": str(settings.state_dir),
-        })
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("PAPERWORKS_")}
+        environ["PAPERWORKS_STATE_DIR"] = str(settings.state_dir)
+        stack = EmbeddedStack(settings, list(runners), environ=environ)
         with console.status("starting the embedded stack (Kafka, Redis, SQLite, services)"):
             state = stack.up()
         console.print("stack up: " + ", ".join(f"{n} on :{s['port']}" for n, s in state.services.items()))
         try:
             with Client(endpoints=stack.endpoints, token=state.token) as client:
-                demo_ops(client, Path(tmp) / "artifacts")
+                for name, run in runners.items():
+                    console.rule(name)
+                    run(client, Path(tmp) / "artifacts" / name)
         finally:
             stack.down()
             console.print("stack stopped")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -1,0 +1,241 @@
+"""Generates the production deployment from the service registry.
+
+docker-compose.yml and infra/k8s/*.yaml are written by this module (`make
+deploy-files`) and committed; a test regenerates them and fails on any
+difference, so every registered service always has its server, dispatcher and
+worker containers, and every setting the code reads is set.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import yaml
+
+from paperworks.shared.registry import services
+
+ROOT = Path(__file__).resolve().parent.parent
+IMAGE_CPU = "paperworks:0.1.0-cpu"
+IMAGE_CUDA = "paperworks:0.1.0-cuda"
+GRPC_PORT = 50051
+METRICS_PORT = 9100
+
+COMMON_ENV = {
+    "PAPERWORKS_DATABASE_URL": "postgresql+psycopg://paperworks:paperworks@postgres:5432/paperworks",
+    "PAPERWORKS_KAFKA_BOOTSTRAP_SERVERS": "kafka:9092",
+    "PAPERWORKS_KAFKA_PARTITIONS": "4",
+    "PAPERWORKS_CELERY_BROKER_URL": "redis://redis:6379/0",
+    "PAPERWORKS_STATE_DIR": "/var/lib/paperworks",
+    "PAPERWORKS_ARTIFACT_ROOT": "/var/lib/paperworks/artifacts",
+    "PAPERWORKS_GRPC_HOST": "0.0.0.0",
+    "PAPERWORKS_GRPC_PORT": str(GRPC_PORT),
+    "PAPERWORKS_METRICS_PORT": str(METRICS_PORT),
+    "PAPERWORKS_LOG_LEVEL": "INFO",
+}
+
+
+def _probe(port: int = GRPC_PORT) -> dict:
+    return {
+        "test": ["CMD", "paperworks", "probe", f"127.0.0.1:{port}"],
+        "interval": "10s",
+        "timeout": "5s",
+        "retries": 5,
+        "start_period": "20s",
+    }
+
+
+def compose() -> dict:
+    env = {**COMMON_ENV, "PAPERWORKS_AUTH_TOKENS": "${PAPERWORKS_AUTH_TOKENS:?set tenant:token pairs}"}
+    after_migrate = {"migrate": {"condition": "service_completed_successfully"}}
+    out: dict = {
+        "name": "paperworks",
+        "services": {
+            "kafka": {
+                "image": "apache/kafka:3.9.1",
+                "environment": {
+                    "KAFKA_NODE_ID": "1",
+                    "KAFKA_PROCESS_ROLES": "broker,controller",
+                    "KAFKA_LISTENERS": "PLAINTEXT://:9092,CONTROLLER://:9093",
+                    "KAFKA_ADVERTISED_LISTENERS": "PLAINTEXT://kafka:9092",
+                    "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
+                    "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                    "KAFKA_CONTROLLER_QUORUM_VOTERS": "1@kafka:9093",
+                    "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": "1",
+                    "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false",
+                },
+                "volumes": ["kafka-data:/var/lib/kafka/data"],
+                "healthcheck": {
+                    "test": ["CMD-SHELL", "/opt/kafka/bin/kafka-broker-api-versions.sh "
+                             "--bootstrap-server localhost:9092 >/dev/null 2>&1"],
+                    "interval": "10s", "timeout": "10s", "retries": 10,
+                },
+            },
+            "postgres": {
+                "image": "postgres:16.6",
+                "environment": {"POSTGRES_USER": "paperworks", "POSTGRES_PASSWORD": "paperworks",
+                                "POSTGRES_DB": "paperworks"},
+                "volumes": ["pgdata:/var/lib/postgresql/data"],
+                "healthcheck": {"test": ["CMD", "pg_isready", "-U", "paperworks"],
+                                "interval": "5s", "timeout": "5s", "retries": 10},
+            },
+            "redis": {
+                "image": "redis:7.4",
+                "command": ["redis-server", "--appendonly", "yes"],
+                "volumes": ["redis-data:/data"],
+                "healthcheck": {"test": ["CMD", "redis-cli", "ping"], "interval": "5s",
+                                "timeout": "5s", "retries": 10},
+            },
+            "migrate": {
+                "image": IMAGE_CPU,
+                "build": {"context": ".", "dockerfile": "infra/docker/Dockerfile",
+                          "target": "cpu"},
+                "command": ["paperworks", "migrate"],
+                "environment": env,
+                "depends_on": {"postgres": {"condition": "service_healthy"},
+                               "kafka": {"condition": "service_healthy"}},
+                "restart": "on-failure",
+            },
+        },
+        "volumes": {"pgdata": {}, "kafka-data": {}, "redis-data": {}, "artifacts": {}},
+    }
+    svc = out["services"]
+    for i, name in enumerate(services()):
+        common = {"environment": env, "volumes": ["artifacts:/var/lib/paperworks/artifacts"],
+                  "restart": "unless-stopped"}
+        svc[f"{name}-server"] = {
+            "image": IMAGE_CPU, "command": ["paperworks", "serve", name],
+            "ports": [f"{GRPC_PORT + i}:{GRPC_PORT}"], "healthcheck": _probe(),
+            "depends_on": after_migrate, **common,
+        }
+        svc[f"{name}-dispatcher"] = {
+            "image": IMAGE_CPU, "command": ["paperworks", "dispatch", name],
+            "depends_on": {**after_migrate, "redis": {"condition": "service_healthy"}}, **common,
+        }
+        worker = {"command": ["paperworks", "work", name],
+                  "depends_on": {**after_migrate, "redis": {"condition": "service_healthy"}},
+                  **common}
+        svc[f"{name}-worker"] = {
+            "image": IMAGE_CUDA,
+            "build": {"context": ".", "dockerfile": "infra/docker/Dockerfile", "target": "cuda"},
+            "profiles": ["gpu"],
+            "deploy": {"resources": {"reservations": {"devices": [
+                {"driver": "nvidia", "count": 1, "capabilities": ["gpu"]}]}}},
+            **worker,
+        }
+        svc[f"{name}-worker-cpu"] = {"image": IMAGE_CPU, "profiles": ["cpu"], **worker}
+    return out
+
+
+def k8s(name: str, index: int) -> list[dict]:
+    """Server Deployment + Service + HPA, dispatcher Deployment, worker Deployment + HPA."""
+    labels = lambda role: {"app.kubernetes.io/name": "paperworks",  # noqa: E731
+                           "paperworks/service": name, "paperworks/role": role}
+    env_from = [{"configMapRef": {"name": "paperworks-config"}},
+                {"secretRef": {"name": "paperworks-secrets"}}]
+    volume = [{"name": "artifacts", "persistentVolumeClaim": {"claimName": "paperworks-artifacts"}}]
+    mount = [{"name": "artifacts", "mountPath": "/var/lib/paperworks/artifacts"}]
+    probe = {"grpc": {"port": GRPC_PORT}, "periodSeconds": 10}
+
+    def deployment(role: str, image: str, command: list[str], extra: dict) -> dict:
+        return {
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": f"{name}-{role}", "labels": labels(role)},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels(role)},
+                "template": {
+                    "metadata": {"labels": labels(role)},
+                    "spec": {
+                        "securityContext": {"runAsNonRoot": True, "runAsUser": 10001},
+                        "terminationGracePeriodSeconds": 30,
+                        "volumes": volume,
+                        "containers": [{"name": role, "image": image, "command": command,
+                                        "envFrom": env_from, "volumeMounts": mount, **extra}],
+                    },
+                },
+            },
+        }
+
+    def hpa(role: str, max_replicas: int) -> dict:
+        return {
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": f"{name}-{role}", "labels": labels(role)},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                   "name": f"{name}-{role}"},
+                "minReplicas": 1, "maxReplicas": max_replicas,
+                "metrics": [{"type": "Resource", "resource": {
+                    "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}],
+            },
+        }
+
+    server_extra = {
+        "ports": [{"name": "grpc", "containerPort": GRPC_PORT},
+                  {"name": "metrics", "containerPort": METRICS_PORT}],
+        "readinessProbe": probe, "livenessProbe": {**probe, "initialDelaySeconds": 20},
+        "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}},
+    }
+    worker_extra = {"resources": {"requests": {"cpu": "2", "memory": "8Gi"},
+                                  "limits": {"nvidia.com/gpu": 1}}}
+    return [
+        deployment("server", IMAGE_CPU, ["paperworks", "serve", name], server_extra),
+        {"apiVersion": "v1", "kind": "Service",
+         "metadata": {"name": name, "labels": labels("server")},
+         "spec": {"selector": labels("server"),
+                  "ports": [{"name": "grpc", "port": GRPC_PORT, "targetPort": "grpc"},
+                            {"name": "metrics", "port": METRICS_PORT, "targetPort": "metrics"}]}},
+        hpa("server", 8),
+        deployment("dispatcher", IMAGE_CPU, ["paperworks", "dispatch", name],
+                   {"resources": {"requests": {"cpu": "100m", "memory": "256Mi"}}}),
+        deployment("worker", IMAGE_CUDA, ["paperworks", "work", name], worker_extra),
+        hpa("worker", 16),
+    ]
+
+
+def k8s_config() -> list[dict]:
+    config = {k: v for k, v in COMMON_ENV.items()}
+    return [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "paperworks-config"},
+         "data": config},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "paperworks-secrets"},
+         "type": "Opaque",
+         "stringData": {"PAPERWORKS_AUTH_TOKENS": "tenant:sha256:<hex of the tenant's token>"}},
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+         "metadata": {"name": "paperworks-artifacts"},
+         "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "100Gi"}}}},
+        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "paperworks-migrate"},
+         "spec": {"backoffLimit": 10, "template": {"spec": {
+             "restartPolicy": "OnFailure",
+             "containers": [{"name": "migrate", "image": IMAGE_CPU,
+                             "command": ["paperworks", "migrate"],
+                             "envFrom": [{"configMapRef": {"name": "paperworks-config"}},
+                                         {"secretRef": {"name": "paperworks-secrets"}}]}]}}}},
+    ]
+
+
+HEADER = "# Generated by `make deploy-files` (paperworks.shared.deploy); edit the generator.\n"
+
+
+def dump(docs: list[dict] | dict) -> str:
+    if isinstance(docs, dict):
+        return HEADER + yaml.safe_dump(docs, sort_keys=False, width=100)
+    return HEADER + yaml.safe_dump_all(docs, sort_keys=False, width=100)
+
+
+def files() -> dict[Path, str]:
+    out = {ROOT / "docker-compose.yml": dump(compose()),
+           ROOT / "infra/k8s/config.yaml": dump(k8s_config())}
+    for i, name in enumerate(services()):
+        out[ROOT / f"infra/k8s/{name}.yaml"] = dump(k8s(name, i))
+    return out
+
+
+def write() -> None:
+    for path, text in files().items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+if __name__ == "__main__":
+    write()
+    sys.exit(0)

