@@ -22,37 +22,53 @@ class Settings(BaseSettings):
         default="",
         description="SQLAlchemy URL; empty means SQLite in state_dir.",
     )
-    kafka_bootstrap_servers: str = Field(default="127.0.0.1:9092")
+    kafka_bootstrap_servers: str = Field(
+        default="127.0.0.1:9092", description="Kafka brokers, comma-separated host:port."
+    )
     kafka_partitions: int = Field(default=4, ge=1, description="Partitions per jobs topic.")
-    kafka_session_timeout_ms: int = Field(default=6000, ge=1000)
-    celery_broker_url: str = Field(default="redis://127.0.0.1:6379/0")
+    kafka_session_timeout_ms: int = Field(
+        default=6000, ge=1000, description="Dispatcher consumer-group session (a join takes ~half)."
+    )
+    celery_broker_url: str = Field(
+        default="redis://127.0.0.1:6379/0", description="Celery broker (Redis)."
+    )
     celery_key_prefix: str = Field(default="", description="Redis key prefix for the Celery broker.")
     celery_visibility_timeout_s: int = Field(
         default=3600, ge=1, description="Redelivery of tasks whose whole worker died."
     )
-    worker_concurrency: int = Field(default=1, ge=1)
+    worker_concurrency: int = Field(default=1, ge=1, description="Task processes per worker pool.")
     artifact_root: Path | None = Field(default=None, description="Empty means state_dir/artifacts.")
     auth_tokens: str = Field(
         default="",
         description="Comma-separated tenant:token or tenant:sha256:<hex>; empty means dev mode.",
     )
-    grpc_host: str = Field(default="127.0.0.1")
-    grpc_port: int = Field(default=50051, ge=0, le=65535)
+    grpc_host: str = Field(default="127.0.0.1", description="Address servers bind.")
+    grpc_port: int = Field(default=50051, ge=0, le=65535, description="Port a server binds.")
     metrics_port: int = Field(default=0, ge=0, le=65535, description="0 disables /metrics.")
-    max_message_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    max_message_bytes: int = Field(
+        default=16 * 1024 * 1024, ge=1024, description="gRPC message limit; larger data travels in chunks."
+    )
     job_lease_s: float = Field(
         default=10.0, gt=0, description="A RUNNING job whose heartbeat is older is taken over."
     )
     max_attempts: int = Field(default=5, ge=1, description="Executions of one job before FAILED.")
-    task_soft_time_limit_s: int = Field(default=6 * 3600, ge=1)
-    task_time_limit_s: int = Field(default=6 * 3600 + 300, ge=1)
-    transient_retries: int = Field(default=3, ge=0)
-    relay_interval_s: float = Field(default=0.05, gt=0)
+    task_soft_time_limit_s: int = Field(
+        default=6 * 3600, ge=1, description="A job running longer FAILS with DEADLINE_EXCEEDED."
+    )
+    task_time_limit_s: int = Field(
+        default=6 * 3600 + 300, ge=1, description="Hard limit: the task process is killed."
+    )
+    transient_retries: int = Field(
+        default=3, ge=0, description="Retries (with backoff) of a job after a transient error."
+    )
+    relay_interval_s: float = Field(
+        default=0.05, gt=0, description="Outbox poll interval (submits wake the relay at once)."
+    )
     endpoints: str = Field(
         default="", description="Client side: service=host:port,...; empty reads the stack file."
     )
     token: str = Field(default="", description="Client side: bearer token.")
-    log_level: str = Field(default="INFO")
+    log_level: str = Field(default="INFO", description="Python logging level.")
 
     @property
     def sqlalchemy_url(self) -> str:
