@@ -151,13 +151,17 @@ class EmbeddedStack:
                 f"{name}.dispatcher", run + ["dispatch", name], ready_check="file")
             state.components[f"{name}.worker"] = Component(
                 f"{name}.worker", run + ["work", name], ready_check="file")
-            state.services[name] = {"host": "127.0.0.1", "port": port}
+            state.services[name] = {"host": "127.0.0.1", "port": port,
+                                    "metrics_port": free_port() if self.base_port is None
+                                    else self._port(200 + i)}
         return state
 
     def _component_env(self, comp: Component) -> dict[str, str]:
         env = dict(self.state.env)
         if comp.name.endswith(".server"):
             env["PAPERWORKS_GRPC_PORT"] = str(comp.port)
+            service_name = comp.name.removesuffix(".server")
+            env["PAPERWORKS_METRICS_PORT"] = str(self.state.services[service_name]["metrics_port"])
         return env
 
     # --- lifecycle ---------------------------------------------------------------

