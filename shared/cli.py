@@ -26,7 +26,7 @@ err = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 1):
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 

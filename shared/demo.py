@@ -17,14 +17,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
 from paperworks.shared.client import Client
 from paperworks.shared.config import Settings
 from paperworks.shared.registry import services
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.stack import EmbeddedStack
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 console = Console()
 

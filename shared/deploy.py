@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import yaml
-
 from paperworks.shared.registry import services
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,7 +16,6 @@ import asyncio
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,10 +28,9 @@ ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results" / "platform.json"
 sys.path.insert(0, str(ROOT.parent))
 
-from support import TOKENS, start_stack  # noqa: E402
-
 from paperworks.ops.v1 import ops_pb2, ops_pb2_grpc  # noqa: E402
 from paperworks.shared.client import Client  # noqa: E402
+from support import TOKENS, start_stack  # noqa: E402
 
 CALLS = int(os.environ.get("BENCH_CALLS", "600"))
 JOBS = int(os.environ.get("BENCH_JOBS", "40"))

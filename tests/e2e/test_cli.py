@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from support import chain, clean_environ
@@ -41,7 +42,7 @@ def test_submit_watch_get_list_pull(cli, tmp_path):
     assert job["state"] == "JOB_STATE_SUCCEEDED" and job["result"]["digest"] == chain(5, 4, 100)[-1]
     assert job_id in run("list", "ops", "--state", "SUCCEEDED").stdout
     pulled = run("artifacts", "pull", job_id, "--out", str(tmp_path)).stdout.strip()
-    assert json.loads(open(pulled).read())["checkpoints"][-1] == chain(5, 4, 100)[-1]
+    assert json.loads(Path(pulled).read_text())["checkpoints"][-1] == chain(5, 4, 100)[-1]
     assert oct(os.stat(state / "stack.json").st_mode & 0o777) == "0o600"
 
 

@@ -6,12 +6,11 @@ import types
 
 import pytest
 from celery.exceptions import SoftTimeLimitExceeded
-from pydantic import BaseModel
-
 from paperworks.shared.artifacts import ArtifactStore
 from paperworks.shared.errors import InvalidArgument
 from paperworks.shared.registry import JobKind, ServiceSpec
 from paperworks.shared.tasks.runner import RetryLater, TransientError, run_job
+from pydantic import BaseModel
 
 
 class Params(BaseModel):
