@@ -4,9 +4,10 @@ from __future__ import annotations
 import time
 
 import grpc
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 RPCS = Counter("paperworks_rpc_total", "RPCs handled", ["service", "method", "code"])
+IN_FLIGHT = Gauge("paperworks_rpc_in_flight", "RPCs being handled", ["service", "method"])
 LATENCY = Histogram(
     "paperworks_rpc_seconds",
     "RPC handling time",
@@ -29,12 +30,14 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
         async def timed(request, context):
             start = time.perf_counter()
             code = "OK"
+            IN_FLIGHT.labels(self.service, method).inc()
             try:
                 return await inner(request, context)
             except BaseException:
                 code = "ERROR"
                 raise
             finally:
+                IN_FLIGHT.labels(self.service, method).dec()
                 code = context.code().name if context.code() else code
                 RPCS.labels(self.service, method, code).inc()
                 LATENCY.labels(self.service, method).observe(time.perf_counter() - start)

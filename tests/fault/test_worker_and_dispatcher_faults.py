@@ -34,6 +34,19 @@ def wait_published(stack_store, job_ids: list[str], timeout: float = 30) -> None
     raise AssertionError("the relay did not publish the jobs")
 
 
+def wait_in_flight(stack, method: str, timeout: float = 30) -> None:
+    import urllib.request
+
+    port = stack.state.services["ops"]["metrics_port"]
+    line = f'paperworks_rpc_in_flight{{method="{method}",service="ops"}} 1.0'
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if line in urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{method} never in flight")
+
+
 def assert_ended_once(client, stack_store, job_id: str, expected_digest: str) -> jobs_pb2.Job:
     done = client.wait(job_id, timeout=180)
     assert PROTO_TO_STATE[done.state] == "SUCCEEDED", done.error.message
@@ -86,3 +99,27 @@ def test_a_restarted_server_loses_no_job(stack, client, stack_store):
     client.close()  # reconnect to the new server process
     for i, j in enumerate(jobs):
         assert_ended_once(client, stack_store, j.id, chain(200 + i, 3, 10)[-1])
+
+
+def test_sigterm_drains_in_flight_calls(stack, client):
+    import threading
+
+    from paperworks.ops.v1 import ops_pb2
+
+    stub = client.stub("ops")
+    request = ops_pb2.ComputeDigestRequest(seed=3, steps=40, rounds_per_step=50_000)
+    outcome = {}
+
+    def call():
+        outcome["reply"] = stub.ComputeDigest(request, metadata=client.metadata, timeout=60)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    wait_in_flight(stack, "ComputeDigest")
+    server = stack.state.components["ops.server"]
+    psutil.Process(server.pid).send_signal(signal.SIGTERM)
+    caller.join(timeout=60)
+    assert outcome["reply"].digest == chain(3, 40, 50_000)[-1]
+    stack.start("ops.server")
+    stack.wait_ready("ops.server")
+    client.close()
