@@ -61,6 +61,10 @@ class Settings(BaseSettings):
     transient_retries: int = Field(
         default=3, ge=0, description="Retries (with backoff) of a job after a transient error."
     )
+    requeue_after_s: float = Field(
+        default=60.0, gt=0,
+        description="A job QUEUED this long, or RUNNING with a lease expired this long, is announced again.",
+    )
     relay_interval_s: float = Field(
         default=0.05, gt=0, description="Outbox poll interval (submits wake the relay at once)."
     )

@@ -16,10 +16,12 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
-import torch
 from paperworks.shared.backends.errors import InvalidRequest, MalformedOutput, Unsupported
+
+if TYPE_CHECKING:  # torch stays unimported for workers that only call remote endpoints
+    import torch
 
 Operation = Literal["generate", "chat", "score", "hidden_states"]
 Part = Literal["prefix", "continuation", "all"]
@@ -98,7 +100,9 @@ class HiddenStates:
     def _nonempty(self, part: Part) -> torch.Tensor:
         states = self.span(part)
         if states.shape[1] == 0:
-            raise InvalidRequest(part, f"the {part} has no tokens")
+            raise InvalidRequest(
+                "continuations" if part == "continuation" else "texts", f"the {part} has no tokens"
+            )
         return states
 
 
@@ -156,8 +160,8 @@ class ModelBackend(ABC):
         (negative counts from the end), all layers when None."""
         raise Unsupported(self.kind, "hidden_states", "the backend exposes no hidden states")
 
-    def close(self) -> None:
-        """Release connections or memory; the backend is unusable afterwards."""
+    def close(self) -> None:  # noqa: B027 - optional hook; local backends hold nothing to release
+        """Release connections; the backend is unusable afterwards."""
 
     def __enter__(self) -> Self:
         return self
@@ -185,27 +189,31 @@ def check_pairs(prompts: Sequence[str], continuations: Sequence[str]) -> list[tu
     return list(zip(prompts, continuations, strict=True))
 
 
-def check_sampling(max_new_tokens: int, temperature: float, top_p: float) -> None:
+def check_sampling(
+    max_new_tokens: int, temperature: float, top_p: float, stop: Sequence[str]
+) -> tuple[str, ...]:
+    """Validate sampling arguments; returns the stop strings as a tuple."""
     if max_new_tokens < 0:
         raise InvalidRequest("max_new_tokens", f"must be >= 0, got {max_new_tokens}")
     if temperature < 0:
         raise InvalidRequest("temperature", f"must be >= 0, got {temperature}")
     if not 0 < top_p <= 1:
         raise InvalidRequest("top_p", f"must be in (0, 1], got {top_p}")
+    if isinstance(stop, str) or not all(isinstance(s, str) and s for s in stop):
+        raise InvalidRequest("stop", "expected a sequence of non-empty strings")
+    return tuple(stop)
 
 
 def normalize_messages(messages: Sequence[ChatMessage | Mapping[str, str]]) -> list[ChatMessage]:
     out = []
     for i, m in enumerate(messages):
-        msg = (
-            m
-            if isinstance(m, ChatMessage)
-            else ChatMessage(m.get("role", ""), m.get("content", ""))
-        )  # type: ignore[arg-type]
-        if msg.role not in ("system", "user", "assistant") or not isinstance(msg.content, str):
+        if not isinstance(m, ChatMessage | Mapping):
             raise InvalidRequest(
-                f"messages[{i}]", "needs role system|user|assistant and str content"
+                f"messages[{i}]", f"expected a mapping or ChatMessage, got {type(m).__name__}"
             )
+        msg = m if isinstance(m, ChatMessage) else ChatMessage(m.get("role", ""), m.get("content", ""))  # type: ignore[arg-type]
+        if msg.role not in ("system", "user", "assistant") or not isinstance(msg.content, str):
+            raise InvalidRequest(f"messages[{i}]", "needs role system|user|assistant and str content")
         out.append(msg)
     if not out:
         raise InvalidRequest("messages", "at least one message is required")
@@ -236,5 +244,6 @@ def parse_json_answer(text: str) -> Any:
         try:
             return json.loads(candidate)
         except json.JSONDecodeError as exc:
-            error = f"not JSON ({exc.msg} at char {exc.pos})"
+            if error == "empty answer":
+                error = f"not JSON ({exc.msg} at char {exc.pos})"
     raise MalformedOutput(error, text)

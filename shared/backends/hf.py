@@ -84,9 +84,7 @@ class HFBackend(TorchCausalLM):
         self._last_only = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
 
     @classmethod
-    def from_dir(
-        cls, path: str | Path, *, device: str = "cpu", dtype: str = "float32"
-    ) -> HFBackend:
+    def from_dir(cls, path: str | Path, *, device: str = "cpu", dtype: str = "float32") -> HFBackend:
         check_model_dir(path)
         try:
             tokenizer = AutoTokenizer.from_pretrained(

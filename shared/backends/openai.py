@@ -104,9 +104,7 @@ class OpenAIBackend(ModelBackend):
         """Model names the server serves (GET /models)."""
         data = self._request("GET", "/models")
         entries = data.get("data")
-        if not isinstance(entries, list) or not all(
-            isinstance(e, dict) and "id" in e for e in entries
-        ):
+        if not isinstance(entries, list) or not all(isinstance(e, dict) and "id" in e for e in entries):
             raise MalformedResponse("GET /models: expected {'data': [{'id': ...}, ...]}", str(data))
         return [str(e["id"]) for e in entries]
 
@@ -121,15 +119,13 @@ class OpenAIBackend(ModelBackend):
         stop: Sequence[str] = (),
         logprobs: bool = True,
     ) -> list[Generation]:
-        check_sampling(max_new_tokens, temperature, top_p)
+        stop = check_sampling(max_new_tokens, temperature, top_p, stop)
         prompts = check_texts("prompts", prompts)
         sampling = self._sampling(max_new_tokens, temperature, top_p, seed, stop)
 
         def one(prompt: str) -> Generation:
             if max_new_tokens == 0:
-                return Generation(
-                    text="", finish_reason="length", logprobs=[] if logprobs else None
-                )
+                return Generation(text="", finish_reason="length", logprobs=[] if logprobs else None)
             payload = {"prompt": prompt, **sampling, **({"logprobs": 1} if logprobs else {})}
             return _completion_generation(self._choice("/completions", payload), logprobs)
 
@@ -147,7 +143,7 @@ class OpenAIBackend(ModelBackend):
         logprobs: bool = False,
         json_mode: bool = False,
     ) -> Generation:
-        check_sampling(max_new_tokens, temperature, top_p)
+        stop = check_sampling(max_new_tokens, temperature, top_p, stop)
         payload: dict[str, Any] = {
             "messages": [asdict(m) for m in normalize_messages(messages)],
             **self._sampling(max_new_tokens, temperature, top_p, seed, stop),
@@ -170,9 +166,7 @@ class OpenAIBackend(ModelBackend):
                 "echo": True,
                 "logprobs": 1,
             }
-            return _echo_score(
-                self._choice("/completions", payload), len(prompt), len(prompt + continuation)
-            )
+            return _echo_score(self._choice("/completions", payload), len(prompt), len(prompt + continuation))
 
         return self._map(one, pairs)
 
@@ -200,16 +194,14 @@ class OpenAIBackend(ModelBackend):
         data = self._request("POST", path, {"model": self.model, **payload})
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise MalformedResponse(
-                f"POST {path}: no 'choices' in the response", str(data)[:_BODY_LIMIT]
-            )
+            raise MalformedResponse(f"POST {path}: no 'choices' in the response", str(data)[:_BODY_LIMIT])
         return choices[0]
 
-    def _request(
-        self, method: str, path: str, payload: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
+    def _request(self, method: str, path: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
         where = f"{method} {self.base_url}{path}"
-        for attempt in range(1, self.max_retries + 2):
+        attempt = 0
+        while True:
+            attempt += 1
             retry_after = None
             try:
                 response = self._client.request(method, path, json=payload)
@@ -237,7 +229,6 @@ class OpenAIBackend(ModelBackend):
             if attempt > self.max_retries:
                 raise failure
             time.sleep(self._delay(attempt, retry_after))
-        raise AssertionError("unreachable")
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -254,9 +245,7 @@ def _json_body(response: httpx.Response, where: str) -> dict[str, Any]:
     try:
         data = response.json()
     except ValueError as exc:
-        raise MalformedResponse(
-            f"{where}: body is not JSON ({exc})", response.text[:_BODY_LIMIT]
-        ) from exc
+        raise MalformedResponse(f"{where}: body is not JSON ({exc})", response.text[:_BODY_LIMIT]) from exc
     if not isinstance(data, dict):
         raise MalformedResponse(f"{where}: body is not a JSON object", response.text[:_BODY_LIMIT])
     return data
@@ -304,16 +293,15 @@ def _completion_generation(choice: dict[str, Any], want_logprobs: bool) -> Gener
     text = choice.get("text")
     if not isinstance(text, str):
         raise MalformedResponse("completion choice has no 'text'", str(choice)[:_BODY_LIMIT])
-    tokens = token_logprobs = None
+    tokens = logprobs = None
     lp = choice.get("logprobs")
     if want_logprobs and isinstance(lp, dict):
-        tokens, token_logprobs = lp.get("tokens"), lp.get("token_logprobs")
-    return Generation(
-        text=text,
-        finish_reason=_finish(choice),
-        tokens=tokens,
-        logprobs=token_logprobs,  # type: ignore[arg-type]
-    )
+        values, names = lp.get("token_logprobs"), lp.get("tokens")
+        if isinstance(values, list) and all(isinstance(v, int | float) for v in values):
+            logprobs = [float(v) for v in values]
+        if isinstance(names, list):
+            tokens = [str(t) for t in names]
+    return Generation(text=text, finish_reason=_finish(choice), tokens=tokens, logprobs=logprobs)
 
 
 def _chat_generation(choice: dict[str, Any], want_logprobs: bool) -> Generation:
@@ -322,8 +310,11 @@ def _chat_generation(choice: dict[str, Any], want_logprobs: bool) -> Generation:
     if not isinstance(content, str):
         raise MalformedResponse("chat choice has no message content", str(choice)[:_BODY_LIMIT])
     tokens = logprobs = None
-    entries = (choice.get("logprobs") or {}).get("content") if want_logprobs else None
+    lp = choice.get("logprobs")
+    entries = lp.get("content") if want_logprobs and isinstance(lp, dict) else None
     if isinstance(entries, list):
+        if not all(isinstance(e, dict) and isinstance(e.get("logprob"), int | float) for e in entries):
+            raise MalformedResponse("chat logprobs entries need a numeric 'logprob'", str(lp)[:_BODY_LIMIT])
         tokens = [str(e.get("token", "")) for e in entries]
         logprobs = [float(e["logprob"]) for e in entries]
     return Generation(text=content, finish_reason=_finish(choice), tokens=tokens, logprobs=logprobs)
@@ -342,8 +333,20 @@ def _echo_score(choice: dict[str, Any], start: int, end: int) -> Score:
             "(vLLM supports this; Ollama and most hosted APIs do not)",
         )
     tokens, values, offsets = lp.get("tokens") or [], lp["token_logprobs"], lp["text_offset"]
-    if not len(values) == len(offsets) or (tokens and len(tokens) != len(values)):
-        raise MalformedResponse("logprobs arrays have different lengths", str(lp)[:_BODY_LIMIT])
+    well_formed = (
+        isinstance(values, list)
+        and isinstance(offsets, list)
+        and isinstance(tokens, list)
+        and len(values) == len(offsets)
+        and len(tokens) in (0, len(values))
+        and all(v is None or isinstance(v, int | float) for v in values)
+        and all(isinstance(o, int) for o in offsets)
+    )
+    if not well_formed:
+        raise MalformedResponse(
+            "logprobs need equal-length token_logprobs (numbers) and text_offset (ints)",
+            str(lp)[:_BODY_LIMIT],
+        )
     ends = [*offsets[1:], end]
     picked = [
         i

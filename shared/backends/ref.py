@@ -3,7 +3,7 @@
 A job carries a `ModelRef`, not a backend, so it can be stored, validated at submission time and
 loaded by whichever worker runs it. Validation raises `InvalidModel` naming the offending field, so
 a bad reference is rejected as INVALID_ARGUMENT before any work starts. Backends are imported
-lazily: a worker that only calls remote endpoints never imports transformers.
+lazily: a worker that only calls remote endpoints never imports torch or transformers.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ class ModelRef:
     dtype: str = "float32"
 
     def __post_init__(self) -> None:
+        self._check_types()
         if self.kind not in ("openai", "hf", "tiny"):
             raise InvalidModel("kind", f"must be openai, hf or tiny, got {self.kind!r}")
         if self.kind == "openai":
@@ -54,12 +55,20 @@ class ModelRef:
         if self.dtype not in DTYPES:
             raise InvalidModel("dtype", f"must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
 
+    def _check_types(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("timeout_s", "max_retries", "max_concurrency"):
+                wanted, noun = ((int, float), "a number") if f.name == "timeout_s" else (int, "an integer")
+                if isinstance(value, bool) or not isinstance(value, wanted):
+                    raise InvalidModel(f.name, f"must be {noun}, got {value!r}")
+            elif value is not None and not isinstance(value, str):
+                raise InvalidModel(f.name, f"must be a string, got {value!r}")
+
     def _check_openai(self) -> None:
         parsed = urlparse(self.url or "")
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise InvalidModel(
-                "url", f"needs an http(s) base URL like http://host:8000/v1, got {self.url!r}"
-            )
+            raise InvalidModel("url", f"needs an http(s) base URL like http://host:8000/v1, got {self.url!r}")
         if not self.model:
             raise InvalidModel("model", "an openai endpoint needs the served model name")
 
@@ -68,9 +77,7 @@ class ModelRef:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise InvalidModel(
-                unknown[0], f"unknown field; known fields: {', '.join(sorted(known))}"
-            )
+            raise InvalidModel(unknown[0], f"unknown field; known fields: {', '.join(sorted(known))}")
         if "kind" not in data:
             raise InvalidModel("kind", "is required")
         return cls(**data)

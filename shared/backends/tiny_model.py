@@ -57,14 +57,16 @@ class TinyConfig:
     vocab_size: int = ByteTokenizer.vocab_size
 
     def __post_init__(self) -> None:
+        heads = max(self.n_heads, 1)
+        specials = ByteTokenizer.vocab_size
         checks = [
-            ("dim", self.dim > 0 and self.dim % max(self.n_heads, 1) == 0, "must be a positive multiple of n_heads"),
-            ("n_heads", self.n_heads > 0 and (self.dim // max(self.n_heads, 1)) % 2 == 0, "head size (dim / n_heads) must be even for rotary embeddings"),
+            ("dim", self.dim > 0 and self.dim % heads == 0, "must be a positive multiple of n_heads"),
+            ("n_heads", self.n_heads > 0 and self.dim // heads % 2 == 0, "dim / n_heads must be even"),
             ("n_layers", self.n_layers > 0, "must be > 0"),
             ("mlp_hidden", self.mlp_hidden > 0, "must be > 0"),
             ("max_seq_len", self.max_seq_len > 1, "must be > 1"),
-            ("vocab_size", self.vocab_size >= ByteTokenizer.vocab_size, f"must be >= {ByteTokenizer.vocab_size} (bytes + specials)"),
-        ]  # fmt: skip
+            ("vocab_size", self.vocab_size >= specials, f"must be >= {specials} (bytes + specials)"),
+        ]
         for name, ok, reason in checks:
             if not ok:
                 raise InvalidModel(f"config.{name}", f"{reason}, got {getattr(self, name)}")
@@ -198,8 +200,8 @@ class TinyDecoder(nn.Module):
         end = offset + input_ids.shape[1]
         if end > self.config.max_seq_len:
             raise ValueError(f"{end} positions exceed max_seq_len {self.config.max_seq_len}")
-        cos, sin = self.rope_cos[offset:end], self.rope_sin[offset:end]
         x = self.embed(input_ids)
+        cos, sin = (r[offset:end].to(x.dtype) for r in (self.rope_cos, self.rope_sin))
         hidden = [x] if output_hidden_states else None
         presents: KVCache = []
         for i, layer in enumerate(self.layers):

@@ -61,7 +61,9 @@ class TorchCausalLM(ModelBackend):
     def _forward(
         self, input_ids: torch.Tensor, *, hidden: bool, cache: Any = None, use_cache: bool = False
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None, Any]:
-        """(logits [B, T, V], hidden-state stack or None, cache) for `input_ids` [B, T]."""
+        """(logits [B, T, V], hidden-state stack or None, cache) for `input_ids` [B, T], continuing
+        from `cache`. With `use_cache` (a generation step) only the last position's logits are
+        needed, so a backend may return just those."""
 
     def _render_chat(self, messages: list[ChatMessage]) -> tuple[str, bool, tuple[str, ...]]:
         """(prompt text, whether to add special tokens, extra stop strings) for a conversation."""
@@ -93,12 +95,10 @@ class TorchCausalLM(ModelBackend):
         stop: Sequence[str] = (),
         logprobs: bool = True,
     ) -> list[Generation]:
-        check_sampling(max_new_tokens, temperature, top_p)
+        stop = check_sampling(max_new_tokens, temperature, top_p, stop)
         rng = _generator(seed)
         return [
-            self._generate_ids(
-                self._prompt_ids(p), max_new_tokens, temperature, top_p, rng, tuple(stop), logprobs
-            )
+            self._generate_ids(self._prompt_ids(p), max_new_tokens, temperature, top_p, rng, stop, logprobs)
             for p in check_texts("prompts", prompts)
         ]
 
@@ -114,7 +114,7 @@ class TorchCausalLM(ModelBackend):
         logprobs: bool = False,
         json_mode: bool = False,
     ) -> Generation:
-        check_sampling(max_new_tokens, temperature, top_p)
+        stop = check_sampling(max_new_tokens, temperature, top_p, stop)
         text, add_special, extra_stop = self._render_chat(normalize_messages(messages))
         ids = self._prompt_ids(text, add_special=add_special)
         return self._generate_ids(
@@ -145,7 +145,7 @@ class TorchCausalLM(ModelBackend):
             raise InvalidRequest("prompts", "a prompt needs at least one token to condition on")
         seqs = [list(p) + list(c) for p, c in zip(prompt_ids, continuation_ids, strict=True)]
         scores: list[Score] = []
-        for start, (logits, _) in self._batched(seqs, "continuations", hidden=False):
+        for start, logits, _ in self._batched(seqs, "continuations", hidden=False):
             for row, seq in enumerate(seqs[start : start + len(logits)]):
                 n_prompt = len(prompt_ids[start + row])
                 targets = torch.tensor(seq[n_prompt:], dtype=torch.long)
@@ -177,7 +177,7 @@ class TorchCausalLM(ModelBackend):
             suffixes = [self.encode(c, add_special=False) for _, c in pairs]
         seqs = [p + s for p, s in zip(prefixes, suffixes, strict=True)]
         out: list[HiddenStates] = []
-        for start, (_, stack) in self._batched(seqs, "texts", hidden=True):
+        for start, _, stack in self._batched(seqs, "texts", hidden=True):
             assert stack is not None
             chosen = _layer_indices(layers, len(stack))
             selected = torch.stack([stack[i] for i in chosen], dim=1).float().cpu()
@@ -198,7 +198,7 @@ class TorchCausalLM(ModelBackend):
         return self.encode(text, add_special=add_special) or self._start_ids()
 
     def _batched(self, seqs: list[list[int]], field: str, *, hidden: bool):
-        """Yield (start index, (logits, hidden stack)) over right-padded batches of `seqs`."""
+        """Yield (start index, logits, hidden stack) over right-padded batches of `seqs`."""
         for seq in seqs:
             if len(seq) > self.max_length:
                 raise InvalidRequest(
@@ -211,7 +211,7 @@ class TorchCausalLM(ModelBackend):
             for row, seq in enumerate(chunk):
                 batch[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
             logits, stack, _ = self._forward(batch.to(self.device), hidden=hidden)
-            yield start, (logits, stack)
+            yield start, logits, stack
 
     @torch.no_grad()
     def _generate_ids(
@@ -253,7 +253,7 @@ class TorchCausalLM(ModelBackend):
             step_input = torch.tensor([[token]], dtype=torch.long, device=self.device)
         text = self.decode(out)
         for s in stop:
-            text = text.split(s, 1)[0] if s else text
+            text = text.split(s, 1)[0]
         return Generation(
             text=text,
             finish_reason=finish,

@@ -60,6 +60,7 @@ class Dispatcher:
         self.celery.send_task(
             task_name(self.spec.name), args=[job_id], task_id=job_id, queue=self.spec.name
         )
+        self.store.mark_dispatched(job_id)
         return "dispatched"
 
     def _to_dlq(self, raw: bytes, reason: str) -> None:

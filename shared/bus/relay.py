@@ -11,9 +11,11 @@ import contextlib
 import json
 import logging
 import threading
+import time
 
 from paperworks.shared.config import Settings
 from paperworks.shared.db.engine import Database
+from paperworks.shared.db.jobs import JobStore
 from paperworks.shared.db.models import OutboxMessage, utcnow
 from sqlalchemy import select, update
 
@@ -83,10 +85,24 @@ class OutboxRelay:
                 .values(sent_at=utcnow())
             )
 
+    def sweep(self) -> list[str]:
+        """Re-announces stranded jobs (see JobStore.requeue_stranded)."""
+        after = self.settings.requeue_after_s
+        stale = max(after, 3 * self.settings.job_lease_s)
+        requeued = JobStore(self.db).requeue_stranded(self.service, after, stale)
+        if requeued:
+            log.warning("re-announced %d stranded %s job(s): %s", len(requeued), self.service,
+                        ", ".join(requeued[:5]))
+        return requeued
+
     def run(self) -> None:
         backoff = self.settings.relay_interval_s
+        next_sweep = time.monotonic() + self.settings.requeue_after_s / 2
         while not self._stop.is_set():
             try:
+                if time.monotonic() >= next_sweep:
+                    next_sweep = time.monotonic() + self.settings.requeue_after_s / 2
+                    self.sweep()
                 sent = self.relay_once()
                 backoff = self.settings.relay_interval_s
             except Exception as exc:  # noqa: BLE001 - broker or database down: retry, never die

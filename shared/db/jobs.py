@@ -294,6 +294,10 @@ class JobStore:
             self._insert_event(s, job_id, seq, STATE_CHANGED, RUNNING, {"message": message})
             return Acquired(token, attempt)
 
+    def mark_dispatched(self, job_id: str) -> None:
+        with self.db.session() as s:
+            s.execute(_update_job().where(Job.id == job_id).values(dispatched_at=utcnow()))
+
     def heartbeat(self, job_id: str, token: str) -> bool:
         with self.db.session() as s:
             result = s.execute(
@@ -399,6 +403,36 @@ class JobStore:
             return self._cas(
                 s, job_id, (QUEUED, RUNNING), FAILED, {"finished_at": utcnow(), "error": error}
             )
+
+    # --- recovery -----------------------------------------------------------------
+
+    def requeue_stranded(self, service: str, queued_for_s: float, stale_lease_s: float) -> list[str]:
+        """Announces again the jobs whose intake may have been lost, and returns their ids.
+
+        A QUEUED job never handed to Celery after `queued_for_s` (its Kafka message died
+        with an in-memory broker), or a RUNNING job whose owner stopped heartbeating
+        `stale_lease_s` ago (its task was lost after a hard kill), gets a fresh intake
+        outbox row. A duplicate delivery is harmless: the claim is a compare-and-set.
+        """
+        now = utcnow()
+        waiting = and_(Job.state == QUEUED, Job.dispatched_at.is_(None),
+                       Job.updated_at < now - timedelta(seconds=queued_for_s))
+        stale = and_(Job.state == RUNNING,
+                     Job.heartbeat_at < now - timedelta(seconds=stale_lease_s),
+                     Job.updated_at < now - timedelta(seconds=stale_lease_s))
+        query = select(Job.id, Job.kind).where(Job.service == service, or_(waiting, stale)).limit(500)
+        with self.db.session() as s:
+            if self.db.engine.dialect.name == "postgresql":
+                query = query.with_for_update(skip_locked=True)
+            rows = list(s.execute(query))
+            for job_id, kind in rows:
+                s.add(OutboxMessage(service=service, topic=jobs_topic(service), key=job_id,
+                                    payload={"job_id": job_id, "service": service, "kind": kind,
+                                             "requeued": True}))
+            if rows:
+                s.execute(_update_job().where(Job.id.in_([r[0] for r in rows]))
+                          .values(updated_at=now))
+        return [r[0] for r in rows]
 
     # --- internals --------------------------------------------------------------
 

@@ -20,8 +20,11 @@ from paperworks.shared.rpc.runtime import ServiceRuntime
 from paperworks.shared.rpc.status import rpc_method
 from paperworks.v1 import jobs_pb2, jobs_pb2_grpc
 
-WATCH_POLL_MIN_S = 0.005  # new events are usually seconds apart or milliseconds apart:
-WATCH_POLL_MAX_S = 0.25  # poll fast right after one, back off while a job is quiet
+# Events come in bursts (a short job's whole life takes milliseconds) or seconds apart
+# (a long training step): poll fast while the job was recently active, slowly once quiet.
+WATCH_POLL_FAST_S = 0.005
+WATCH_POLL_SLOW_S = 0.25
+WATCH_QUIET_AFTER_S = 2.0
 MAX_CHUNK = 4 * 1024 * 1024
 
 
@@ -70,7 +73,8 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
         if request.after_seq < 0:
             raise InvalidArgument("after_seq", "must be >= 0")
         seq = request.after_seq
-        wait = WATCH_POLL_MIN_S
+        loop = asyncio.get_running_loop()
+        last_event = loop.time()
         while True:
             events = await asyncio.to_thread(self.rt.store.events_after, job.id, seq)
             for ev in events:
@@ -78,9 +82,11 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
                 yield jobs_pb2.WatchJobResponse(event=event_message(ev))
                 if ev.type == "STATE_CHANGED" and ev.state in TERMINAL_STATES:
                     return
-            wait = WATCH_POLL_MIN_S if events else min(WATCH_POLL_MAX_S, wait * 2)
-            if not events:
-                await asyncio.sleep(wait)
+            if events:
+                last_event = loop.time()
+            else:
+                quiet = loop.time() - last_event > WATCH_QUIET_AFTER_S
+                await asyncio.sleep(WATCH_POLL_SLOW_S if quiet else WATCH_POLL_FAST_S)
 
     @rpc_method
     async def CancelJob(self, request, context):

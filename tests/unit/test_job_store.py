@@ -140,3 +140,19 @@ def test_list_pages_newest_first_and_filters(store):
     with pytest.raises(InvalidArgument) as exc:
         store.list("t1", "ops", page_token="garbage!")
     assert exc.value.field == "page_token"
+
+
+def test_stranded_jobs_are_announced_again(store):
+    lost, _ = submit(store)  # its intake message vanished with the broker
+    handed, _ = submit(store)
+    store.mark_dispatched(handed.id)
+    orphan, _ = submit(store)  # running, but its owner died without a trace
+    store.acquire(orphan.id, lease_s=30, max_attempts=5)
+    time.sleep(0.3)
+    assert store.requeue_stranded("ops", queued_for_s=60, stale_lease_s=60) == []
+    requeued = store.requeue_stranded("ops", queued_for_s=0.2, stale_lease_s=0.2)
+    assert sorted(requeued) == sorted([lost.id, orphan.id])
+    with store.db.session() as s:
+        intake = s.query(OutboxMessage).filter_by(key=lost.id, topic="paperworks.ops.jobs").count()
+    assert intake == 2
+    assert store.requeue_stranded("ops", queued_for_s=0.2, stale_lease_s=0.2) == []  # not twice at once
