@@ -1,1 +1,6 @@
-"""The services hot loops: ops API, reference, CPU, CUDA, Triton backends."""
+"""The services' hot loops. Call only :mod:`paperworks.kernels.ops`.
+
+``ops`` validates inputs and dispatches (``backends``) to the plain PyTorch ``reference``
+or to the ``cpu`` (C++), ``cuda`` (CUDA C ABI) and ``triton`` backends; ``packing``
+defines the packed weight formats and ``results`` the multi-tensor results. See README.md.
+"""

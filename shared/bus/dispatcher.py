@@ -13,6 +13,7 @@ import logging
 import threading
 
 from kafka import TopicPartition
+from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
 from paperworks.shared.bus.kafka import make_consumer, make_producer
 from paperworks.shared.config import Settings
@@ -78,7 +79,12 @@ class Dispatcher:
         assigned = False
         try:
             while not self._stop.is_set():
-                batches = consumer.poll(timeout_ms=200)
+                try:
+                    batches = consumer.poll(timeout_ms=200)
+                except KafkaError as exc:  # broker restarting: poll again, never die
+                    log.warning("poll failed: %s; retrying", exc)
+                    self._stop.wait(0.5)
+                    continue
                 if not assigned and consumer.assignment():
                     assigned = True
                     self.on_assigned()
@@ -93,10 +99,14 @@ class Dispatcher:
                             self._stop.wait(1.0)
                             break
                         log.info("%s offset %d: %s", tp, record.offset, outcome)
-                        consumer.commit(
-                            {TopicPartition(tp.topic, tp.partition):
-                             OffsetAndMetadata(record.offset + 1, "", -1)}
-                        )
+                        try:
+                            consumer.commit(
+                                {TopicPartition(tp.topic, tp.partition):
+                                 OffsetAndMetadata(record.offset + 1, "", -1)}
+                            )
+                        except KafkaError as exc:  # group rebalanced or broker gone: redelivery
+                            log.warning("commit of %s@%d failed: %s", tp, record.offset, exc)  # is harmless
+                            break
         finally:
             consumer.close(autocommit=False)
 
