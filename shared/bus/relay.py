@@ -108,6 +108,7 @@ class OutboxRelay:
             except Exception as exc:  # noqa: BLE001 - broker or database down: retry, never die
                 log.warning("outbox relay for %s: %s; retrying", self.service, exc)
                 self._reset_producer()
+                self._recreate_topics()
                 sent = 0
                 backoff = min(backoff * 2, 2.0)
             if not sent:
@@ -117,6 +118,13 @@ class OutboxRelay:
     def notify(self) -> None:
         """Called after a commit that wrote outbox rows: publish now, not at the next poll."""
         self._wake.set()
+
+    def _recreate_topics(self) -> None:
+        """A restarted in-memory broker comes back empty: topics first, then publish again."""
+        from paperworks.shared.bus.kafka import ensure_topics
+
+        with contextlib.suppress(Exception):
+            ensure_topics(self.settings, [self.service], attempts=1)
 
     def _reset_producer(self) -> None:
         if self._producer is not None:

@@ -123,3 +123,15 @@ def test_sigterm_drains_in_flight_calls(stack, client):
     stack.start("ops.server")
     stack.wait_ready("ops.server")
     client.close()
+
+
+def test_kafka_broker_restart_loses_no_job(stack, client, stack_store):
+    before = [client.submit("ops", "digest", seed=300 + i, steps=6, rounds_per_step=20000)
+              for i in range(3)]
+    stack.restart("kafka")  # in-memory: every topic, message and offset is gone
+    after = [client.submit("ops", "digest", seed=310 + i, steps=2, rounds_per_step=10)
+             for i in range(3)]
+    for i, j in enumerate(before):
+        assert_ended_once(client, stack_store, j.id, chain(300 + i, 6, 20000)[-1])
+    for i, j in enumerate(after):
+        assert_ended_once(client, stack_store, j.id, chain(310 + i, 2, 10)[-1])
