@@ -48,6 +48,7 @@ def stack_environ(state_dir: Path, **extra: str) -> dict[str, str]:
         PAPERWORKS_JOB_LEASE_S="2",
         PAPERWORKS_CELERY_VISIBILITY_TIMEOUT_S="8",
         PAPERWORKS_KAFKA_SESSION_TIMEOUT_MS="3000",
+        PAPERWORKS_REQUEUE_AFTER_S="5",
         PAPERWORKS_LOG_LEVEL="INFO",
     )
     env.update(extra)

