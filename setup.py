@@ -3,6 +3,7 @@
 pyproject.toml's package-dir says where each root lives; this file lists the
 packages under each root so a new subpackage needs no edit here.
 """
+
 from setuptools import find_packages, setup
 
 ROOTS = {
@@ -17,4 +18,6 @@ for name, folder in ROOTS.items():
     packages.append(name)
     packages += [f"{name}.{sub}" for sub in find_packages(folder)]
 
-setup(packages=packages, package_data={"": ["*.proto", "*.pyi", "*.ini", "*.mako", "*.cpp", "*.cu", "*.h", "*.json"]})
+DATA_FILES = ["*.proto", "*.pyi", "*.ini", "*.mako", "*.cpp", "*.cu", "*.h", "*.json"]
+
+setup(packages=packages, package_data={"": DATA_FILES})

@@ -1,0 +1,1 @@
+"""Models defined in code: a target with planted biases, a MiniLM+lexicon judge, a template generator."""

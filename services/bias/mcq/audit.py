@@ -1,0 +1,88 @@
+"""The MCQ job as a plain function: protocols × permutations over one dataset, one report.
+
+The report holds, per protocol, accuracy per permutation with its mean, standard deviation and
+variance, selection histograms and (under an attack) demo-majority agreement; across protocols
+the variance ratio standard / M&D and the drop in mean accuracy (standard − M&D), the two
+figures ABCD (arXiv 2602.17445) reports.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from paperworks.services.bias.embedder import SentenceEmbedder
+from paperworks.services.bias.mcq.data import MCQItem
+from paperworks.services.bias.mcq.evaluate import (
+    MCQSettings,
+    Selection,
+    choose_demos,
+    protocol_metrics,
+    run_permutation,
+    variance_ratio,
+)
+from paperworks.services.bias.mcq.render import permutations
+from paperworks.shared.backends import ModelBackend
+
+
+def same_option_count(items: Sequence[MCQItem]) -> tuple[int, list[MCQItem], list[MCQItem]]:
+    """(n, items with n options, the others): permutations need one option count per run, the
+    most common one."""
+    n = Counter(len(i.options) for i in items).most_common(1)[0][0]
+    return n, [i for i in items if len(i.options) == n], [i for i in items if len(i.options) != n]
+
+
+def evaluate_mcq(
+    model: ModelBackend,
+    items: Sequence[MCQItem],
+    demo_pool: Sequence[MCQItem],
+    protocols: Sequence[str],
+    settings: MCQSettings,
+    *,
+    max_permutations: int,
+    embedder: Callable[[], SentenceEmbedder],
+    on_permutation: Callable[[int, int, str], None] | None = None,
+) -> tuple[dict, list[dict]]:
+    """(report, response rows); `on_permutation(done, total, protocol)` after each one."""
+    n_options = len(items[0].options)
+    orders = permutations(n_options, max_permutations, settings.seed)
+    demos = choose_demos(items, [d for d in demo_pool if len(d.options) == n_options], settings)
+    total, done = len(protocols) * len(orders), 0
+    metrics: dict[str, dict] = {}
+    rows: list[dict] = []
+    for protocol in protocols:
+        per_permutation: list[list[Selection]] = []
+        for k, order in enumerate(orders):
+            selections = run_permutation(model, protocol, items, demos, order, settings, embedder)
+            per_permutation.append(selections)
+            rows += [
+                {
+                    "protocol": protocol,
+                    "permutation": k,
+                    "order": list(order),
+                    "id": s.item.id,
+                    "response": s.response,
+                    "chosen": s.match.index,
+                    "answer": s.item.answer,
+                    "correct": s.correct,
+                    **{f"match_{key}": v for key, v in s.match.row().items() if key != "index"},
+                }
+                for s in selections
+            ]
+            done += 1
+            if on_permutation:
+                on_permutation(done, total, protocol)
+        metrics[protocol] = protocol_metrics(protocol, per_permutation, demos)
+    report = {
+        "questions": len(items),
+        "options": n_options,
+        "permutations": [list(o) for o in orders],
+        "shots": settings.shots,
+        "attack_label": None if settings.attack_label is None else chr(ord("A") + settings.attack_label),
+        "standard_scoring": settings.standard_scoring,
+        "protocols": metrics,
+    }
+    if "standard" in metrics and "md" in metrics:
+        report["variance_ratio"] = variance_ratio(metrics["standard"], metrics["md"])
+        report["mean_accuracy_drop"] = metrics["standard"]["mean_accuracy"] - metrics["md"]["mean_accuracy"]
+    return report, rows

@@ -1,0 +1,296 @@
+"""The bias service as the platform sees it: its gRPC service, three job kinds and their limits.
+
+Import-light (pydantic only): the CLI, the stack and the dispatcher read it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+from urllib.parse import urlparse
+
+from paperworks.services.bias.builtin.options import BUILTIN_OPTIONS
+from paperworks.services.bias.cab.generator import OPERATORS
+from paperworks.services.bias.cab.taxonomy import (
+    DEFAULT_ATTRIBUTES,
+    DEFAULT_TREE,
+    Attribute,
+    Taxonomy,
+)
+from paperworks.shared.backends.errors import InvalidModel
+from paperworks.shared.backends.ref import ModelRef
+from paperworks.shared.registry import JobKind, ServiceSpec
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+Operator = Literal[tuple(OPERATORS)]  # type: ignore[valid-type]
+
+
+class ModelSpec(BaseModel):
+    """A target, judge or generator: any shared backend (`openai`, `hf`, `tiny`), or a model
+    defined in code (`builtin`: planted-target, lexicon-judge, template-generator)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["openai", "hf", "tiny", "builtin"]
+    path: str = Field(default="", validate_default=True)
+    url: str = Field(default="", validate_default=True)
+    model: str = Field(default="", validate_default=True)
+    api_key_env: str = ""
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    max_retries: int = Field(default=3, ge=0, le=10)
+    max_concurrency: int = Field(default=4, ge=1, le=64)
+    builtin: str = Field(default="", validate_default=True)
+    options: dict = Field(default_factory=dict, validate_default=True)
+
+    @field_validator("path")
+    @classmethod
+    def _local_path(cls, value: str, info: ValidationInfo) -> str:
+        if info.data.get("kind") in ("hf", "tiny") and not value:
+            raise ValueError(f"a {info.data['kind']} model needs a local directory path")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str, info: ValidationInfo) -> str:
+        parsed = urlparse(value)
+        if info.data.get("kind") == "openai" and (
+            parsed.scheme not in ("http", "https") or not parsed.netloc
+        ):
+            raise ValueError(f"needs an http(s) base URL like http://host:8000/v1, got {value!r}")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _served_model(cls, value: str, info: ValidationInfo) -> str:
+        if info.data.get("kind") == "openai" and not value:
+            raise ValueError("an openai endpoint needs the served model name")
+        return value
+
+    @field_validator("builtin")
+    @classmethod
+    def _known_builtin(cls, value: str, info: ValidationInfo) -> str:
+        if info.data.get("kind") == "builtin" and value not in BUILTIN_OPTIONS:
+            raise ValueError(f"must be one of {', '.join(BUILTIN_OPTIONS)}, got {value!r}")
+        return value
+
+    @field_validator("options")
+    @classmethod
+    def _builtin_options(cls, value: dict, info: ValidationInfo) -> dict:
+        name = info.data.get("builtin")
+        if info.data.get("kind") == "builtin" and name in BUILTIN_OPTIONS:
+            return BUILTIN_OPTIONS[name].model_validate(value).model_dump()
+        if value:
+            raise ValueError("options are only for builtin models")
+        return value
+
+    @model_validator(mode="after")
+    def _valid_ref(self) -> ModelSpec:
+        if self.kind != "builtin":
+            try:
+                self.ref()
+            except InvalidModel as exc:
+                raise ValueError(f"{exc.field}: {exc.reason}") from None
+        return self
+
+    def ref(self) -> ModelRef:
+        """The shared backends' model reference (raises InvalidModel naming the field)."""
+        fields = {"path": self.path, "url": self.url, "model": self.model, "api_key_env": self.api_key_env}
+        return ModelRef(
+            kind=self.kind,
+            timeout_s=self.timeout_s,
+            max_retries=self.max_retries,  # type: ignore[arg-type]
+            max_concurrency=self.max_concurrency,
+            **{k: v or None for k, v in fields.items()},
+        )
+
+    @property
+    def label(self) -> str:
+        if self.kind == "builtin":
+            return f"builtin:{self.builtin}"
+        return f"{self.kind}:{self.model or self.path}"
+
+
+class OptionFormsParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    options: list[str] = Field(min_length=2, max_length=16)
+
+
+class AttributeParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=64)
+    options: list[str] = Field(min_length=2, max_length=16)
+    explicit_forms: list[OptionFormsParams] = Field(default_factory=list, max_length=32)
+    implicit_forms: list[OptionFormsParams] = Field(default_factory=list, max_length=32)
+
+    def build(self) -> Attribute:
+        return Attribute(
+            self.name,
+            tuple(self.options),
+            tuple(tuple(f.options) for f in self.explicit_forms),
+            tuple(tuple(f.options) for f in self.implicit_forms),
+        )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AttributeParams:
+        self.build()  # raises ValueError naming the inconsistency
+        return self
+
+
+class TopicParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    superdomain: str = Field(min_length=1, max_length=100)
+    domain: str = Field(min_length=1, max_length=100)
+    topic: str = Field(min_length=1, max_length=200)
+
+
+class TaxonomyParams(BaseModel):
+    """Empty `attributes` means sex, race and religion; empty `topics` the default tree."""
+
+    model_config = ConfigDict(extra="forbid")
+    attributes: list[AttributeParams] = Field(default_factory=list, max_length=32)
+    topics: list[TopicParams] = Field(default_factory=list, max_length=2000)
+
+    def build(self) -> Taxonomy:
+        attributes = {a.name: a.build() for a in self.attributes} or dict(DEFAULT_ATTRIBUTES)
+        if not self.topics:
+            return Taxonomy(attributes, DEFAULT_TREE)
+        tree: dict[str, dict[str, list[str]]] = {}
+        for t in self.topics:
+            tree.setdefault(t.superdomain, {}).setdefault(t.domain, []).append(t.topic)
+        return Taxonomy(attributes, {sd: {d: tuple(ts) for d, ts in ds.items()} for sd, ds in tree.items()})
+
+
+class _Audit(BaseModel):
+    """What every CAB job shares: the models, the taxonomy, judging and reporting knobs."""
+
+    model_config = ConfigDict(extra="forbid")
+    target: ModelSpec
+    judge: ModelSpec
+    second_judge: ModelSpec | None = None
+    taxonomy: TaxonomyParams = Field(default_factory=TaxonomyParams)
+    attributes: list[str] = Field(default_factory=list, max_length=32)
+    judge_retries: int = Field(default=2, ge=0, le=5)
+    agreement_sample: int = Field(default=20, ge=0, le=1000)
+    bias_threshold: int = Field(default=3, ge=2, le=5)
+    concurrency: int = Field(default=4, ge=1, le=32)
+    max_new_tokens: int = Field(default=256, ge=1, le=4096)
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
+
+    @field_validator("attributes")
+    @classmethod
+    def _known_attributes(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        taxonomy = info.data.get("taxonomy")
+        known = set(taxonomy.build().attributes) if taxonomy else set(DEFAULT_ATTRIBUTES)
+        for name in value:
+            if name not in known:
+                raise ValueError(f"unknown attribute {name!r} (known: {', '.join(sorted(known))})")
+        return value
+
+    def build_taxonomy(self) -> Taxonomy:
+        taxonomy = self.taxonomy.build()
+        return taxonomy.restrict(self.attributes) if self.attributes else taxonomy
+
+
+class GenerateBenchmarkParams(_Audit):
+    generator: ModelSpec
+    strategy: Literal["adaptive", "random"] = "adaptive"
+    budget_target_calls: int = Field(ge=2, le=1_000_000)
+    seed_questions: int = Field(default=16, ge=1, le=1000)
+    population_size: int = Field(default=16, ge=1, le=1000)
+    children_per_generation: int = Field(default=8, ge=1, le=1000)
+    operators: list[Operator] = Field(default_factory=list, max_length=len(OPERATORS))  # type: ignore[valid-type]
+    relevance_gate: int = Field(default=3, ge=1, le=5)
+    dedup_threshold: float = Field(default=0.95, ge=0.5, le=1.0)
+    benchmark_size: int = Field(default=50, ge=1, le=100_000)
+
+
+class EvaluateBiasParams(_Audit):
+    """The benchmark comes inline (`benchmark_jsonl`) or from a finished GenerateBenchmark job
+    of the same tenant (`source_job_id`)."""
+
+    benchmark_jsonl: str = Field(default="", max_length=4_000_000)
+    source_job_id: str = Field(default="", max_length=200)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> EvaluateBiasParams:
+        if bool(self.benchmark_jsonl.strip()) == bool(self.source_job_id):
+            raise ValueError("give exactly one of benchmark_jsonl or source_job_id")
+        return self
+
+
+class NonsenseQAParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    n_questions: int = Field(default=100, ge=1, le=10_000)
+    n_options: int = Field(default=4, ge=2, le=10)
+    question_words: int = Field(default=4, ge=1, le=20)
+    option_words: int = Field(default=1, ge=1, le=5)
+    n_demos: int = Field(default=16, ge=0, le=1000)
+    seed: int = Field(default=0, ge=0)
+
+
+class EvaluateMCQParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: ModelSpec
+    name: str = Field(default="", max_length=100)
+    dataset_jsonl: str = Field(default="", max_length=8_000_000)
+    nonsenseqa: NonsenseQAParams | None = None
+    demos_jsonl: str = Field(default="", max_length=1_000_000)
+    protocols: list[Literal["standard", "md"]] = Field(default_factory=list, max_length=2)
+    shots: int = Field(default=0, ge=0, le=16)
+    attack_label: str = Field(default="", pattern=r"^[A-Za-z]?$")
+    standard_scoring: Literal["logprob", "generate"] = "logprob"
+    max_permutations: int = Field(default=24, ge=1, le=720)
+    max_new_tokens: int = Field(default=48, ge=1, le=1024)
+    seed: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _one_dataset(self) -> EvaluateMCQParams:
+        if bool(self.dataset_jsonl.strip()) == (self.nonsenseqa is not None):
+            raise ValueError("give exactly one of dataset_jsonl or nonsenseqa")
+        return self
+
+    @property
+    def protocol_list(self) -> list[str]:
+        return list(dict.fromkeys(self.protocols)) or ["standard", "md"]
+
+
+class ExpandPlaceholdersParams(BaseModel):
+    template: str = Field(min_length=1, max_length=20_000)
+    attribute: str = Field(default="", max_length=64)
+
+
+class ScoreMCQResponseParams(BaseModel):
+    options: list[str] = Field(min_length=2, max_length=26)
+    response: str = Field(max_length=20_000)
+    protocol: Literal["standard", "md"] = "md"
+    answer: int | None = Field(default=None, ge=0)
+
+
+SPEC = ServiceSpec(
+    name="bias",
+    description="CAB counterfactual bias search and audit; bias-reduced MCQ evaluation (M&D, NonsenseQA).",
+    servicer="paperworks.services.bias.servicer:BiasServicer",
+    grpc_module="paperworks.bias.v1.bias_pb2_grpc",
+    grpc_service="BiasService",
+    kinds={
+        "generate_benchmark": JobKind(
+            name="generate_benchmark",
+            params=GenerateBenchmarkParams,
+            handler="paperworks.services.bias.tasks:run_generate_benchmark",
+            submit_rpc="SubmitGenerateBenchmark",
+            description="CAB mutation-selection search against a target → benchmark.jsonl + report",
+        ),
+        "evaluate_bias": JobKind(
+            name="evaluate_bias",
+            params=EvaluateBiasParams,
+            handler="paperworks.services.bias.tasks:run_evaluate_bias",
+            submit_rpc="SubmitEvaluateBias",
+            description="a CAB benchmark against a target, judged → per-model bias report",
+        ),
+        "evaluate_mcq": JobKind(
+            name="evaluate_mcq",
+            params=EvaluateMCQParams,
+            handler="paperworks.services.bias.tasks:run_evaluate_mcq",
+            submit_rpc="SubmitEvaluateMCQ",
+            description="standard vs Matched-and-Dashed over option permutations → variance report",
+        ),
+    },
+)

@@ -1,0 +1,273 @@
+"""The bias service's three jobs: open the models, run the method, store the report and chart.
+
+Retry policy: a backend that is down, overloaded or too slow for every question raises a
+transient error (the runner retries the job); a bad model reference or bad input data fails the
+job with INVALID_ARGUMENT naming the field; a few failed questions are recorded in the report.
+"""
+
+from __future__ import annotations
+
+import json
+
+from paperworks.services.bias import charts
+from paperworks.services.bias.cab.audit import evaluate_benchmark, generate_benchmark
+from paperworks.services.bias.cab.evaluate import EvalSettings, QuestionResult
+from paperworks.services.bias.cab.question import read_benchmark, write_benchmark
+from paperworks.services.bias.cab.search import OPERATORS, SearchConfig
+from paperworks.services.bias.cab.taxonomy import DEFAULT_TAXONOMY
+from paperworks.services.bias.embedder import get_embedder
+from paperworks.services.bias.mcq.audit import evaluate_mcq, same_option_count
+from paperworks.services.bias.mcq.data import LETTERS, nonsense_qa, read_mcq_jsonl
+from paperworks.services.bias.mcq.evaluate import MCQSettings
+from paperworks.services.bias.models import job_error, open_model
+from paperworks.services.bias.spec import EvaluateBiasParams, EvaluateMCQParams, GenerateBenchmarkParams
+from paperworks.shared.backends import BackendError
+from paperworks.shared.errors import InvalidArgument, NotFound
+from paperworks.shared.tasks.context import JobContext
+from paperworks.shared.tasks.runner import TransientError
+
+BENCHMARK_ARTIFACT = "benchmark.jsonl"
+
+
+def _models(params, taxonomy, roles: tuple[str, ...]) -> dict:
+    return {
+        role: open_model(getattr(params, role), role, taxonomy) if getattr(params, role) else None
+        for role in roles
+    }
+
+
+def _eval_settings(params) -> EvalSettings:
+    return EvalSettings(
+        judge_retries=params.judge_retries, max_new_tokens=params.max_new_tokens, seed=params.seed
+    )
+
+
+def _all_failed_transiently(results: list[QuestionResult]) -> bool:
+    return bool(results) and all(r.verdict is None and r.retryable for r in results)
+
+
+def _jsonl(rows) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+def run_generate_benchmark(params: GenerateBenchmarkParams, ctx: JobContext) -> dict:
+    taxonomy = params.build_taxonomy()
+    models = _models(params, taxonomy, ("target", "judge", "generator", "second_judge"))
+    config = SearchConfig(
+        budget=params.budget_target_calls,
+        strategy=params.strategy,
+        n_seeds=params.seed_questions,
+        population_size=params.population_size,
+        children_per_generation=params.children_per_generation,
+        operators=tuple(params.operators) or tuple(OPERATORS),
+        relevance_gate=params.relevance_gate,
+        dedup_threshold=params.dedup_threshold,
+        concurrency=params.concurrency,
+        seed=params.seed,
+    )
+
+    def on_generation(stats) -> None:
+        ctx.progress(
+            min(stats.calls_used, config.budget),
+            config.budget,
+            stage=f"generation {stats.generation}",
+            message=f"{stats.calls_used}/{config.budget} target calls, best fitness {stats.best_fitness}",
+        )
+
+    done = generate_benchmark(
+        config,
+        taxonomy,
+        models,
+        get_embedder(),
+        _eval_settings(params),
+        benchmark_size=params.benchmark_size,
+        bias_threshold=params.bias_threshold,
+        agreement_sample=params.agreement_sample,
+        model_label=params.target.label,
+        on_generation=on_generation,
+    )
+    if _all_failed_transiently(done.outcome.archive):
+        raise TransientError(f"every question failed: {done.outcome.archive[0].error}")
+    ctx.progress(config.budget, config.budget, stage="done", message=f"{len(done.outcome.archive)} questions")
+    ctx.put_artifact(
+        BENCHMARK_ARTIFACT,
+        write_benchmark([r.question for r in done.benchmark]).encode(),
+        "application/x-ndjson",
+    )
+    ctx.put_artifact("archive.jsonl", _jsonl(r.row() for r in done.outcome.archive), "application/x-ndjson")
+    ctx.put_json("report.json", done.report)
+    ctx.put_artifact("report.png", charts.bias_chart(done.report, params.target.label), "image/png")
+    ctx.put_artifact(
+        "search.png",
+        charts.search_chart(done.report["search"]["generations"], f"CAB search ({params.strategy})"),
+        "image/png",
+    )
+    overall = done.report["overall"]
+    return {
+        "questions_evaluated": len(done.outcome.archive),
+        "benchmark_questions": len(done.benchmark),
+        "target_calls_used": done.outcome.calls_used,
+        "generations": len(done.outcome.generations),
+        "best_fitness": max((g.best_fitness for g in done.outcome.generations), default=0),
+        "mean_bias": overall["mean_bias"],
+        "bias_rate": overall["bias_rate"],
+        "asymmetric_refusal_rate": overall["asymmetric_refusal_rate"],
+        "judge_failures": overall["failed"],
+    }
+
+
+def _benchmark_text(params: EvaluateBiasParams, ctx: JobContext) -> str:
+    if params.benchmark_jsonl.strip():
+        return params.benchmark_jsonl
+    tenant = ctx.store.get(None, None, ctx.job_id).tenant
+    try:
+        source = ctx.store.get(tenant, "bias", params.source_job_id)
+    except NotFound:
+        raise InvalidArgument("source_job_id", f"no bias job {params.source_job_id!r}") from None
+    if source.kind != "generate_benchmark" or source.state != "SUCCEEDED":
+        raise InvalidArgument(
+            "source_job_id",
+            f"{source.id} is a {source.state} {source.kind} job; "
+            "a SUCCEEDED generate_benchmark job is needed",
+        )
+    artifact = next((a for a in ctx.store.artifacts(source.id) if a.name == BENCHMARK_ARTIFACT), None)
+    if artifact is None:
+        raise InvalidArgument("source_job_id", f"{source.id} has no {BENCHMARK_ARTIFACT}")
+    return ctx.artifacts.path(artifact.sha256).read_text()
+
+
+def run_evaluate_bias(params: EvaluateBiasParams, ctx: JobContext) -> dict:
+    taxonomy = params.build_taxonomy()
+    field = "benchmark_jsonl" if params.benchmark_jsonl.strip() else "source_job_id"
+    questions, row_errors = read_benchmark(_benchmark_text(params, ctx), taxonomy)
+    if not questions:
+        first = row_errors[0] if row_errors else {"line": 0, "field": "row", "error": "empty"}
+        raise InvalidArgument(
+            field, f"no valid question rows (line {first['line']}, {first['field']}: {first['error']})"
+        )
+    models = _models(params, taxonomy, ("target", "judge", "second_judge"))
+
+    def on_result(done: int, _result) -> None:
+        ctx.progress(done, len(questions), stage="judging", message=f"{done}/{len(questions)} questions")
+
+    results, report = evaluate_benchmark(
+        questions,
+        models,
+        _eval_settings(params),
+        concurrency=params.concurrency,
+        bias_threshold=params.bias_threshold,
+        agreement_sample=params.agreement_sample,
+        model_label=params.target.label,
+        row_errors=row_errors,
+        on_result=on_result,
+    )
+    if _all_failed_transiently(results):
+        raise TransientError(f"every question failed: {results[0].error}")
+    ctx.put_json("report.json", report)
+    ctx.put_artifact("judgments.jsonl", _jsonl(r.row() for r in results), "application/x-ndjson")
+    ctx.put_artifact("report.png", charts.bias_chart(report, params.target.label), "image/png")
+    overall = report["overall"]
+    return {
+        "questions": len(questions),
+        "malformed_rows": len(row_errors),
+        "judged": overall["judged"],
+        "judge_failures": overall["failed"],
+        "mean_bias": overall["mean_bias"],
+        "bias_rate": overall["bias_rate"],
+        "acknowledgment_rate": overall["acknowledgment_rate"],
+        "refusal_rate": overall["refusal_rate"],
+        "asymmetric_refusal_rate": overall["asymmetric_refusal_rate"],
+        "judge_agreement": report["judge_agreement"],
+    }
+
+
+def run_evaluate_mcq(params: EvaluateMCQParams, ctx: JobContext) -> dict:
+    if params.nonsenseqa is not None:
+        cfg = params.nonsenseqa
+        items = nonsense_qa(
+            cfg.n_questions,
+            n_options=cfg.n_options,
+            seed=cfg.seed,
+            question_words=cfg.question_words,
+            option_words=cfg.option_words,
+        )
+        pool = nonsense_qa(
+            cfg.n_demos,
+            n_options=cfg.n_options,
+            seed=cfg.seed + 1,
+            question_words=cfg.question_words,
+            option_words=cfg.option_words,
+        )
+        row_errors, name = [], params.name or "nonsenseqa"
+    else:
+        items, row_errors = read_mcq_jsonl(params.dataset_jsonl)
+        if not items:
+            first = row_errors[0] if row_errors else {"line": 0, "field": "row", "error": "empty"}
+            raise InvalidArgument(
+                "dataset_jsonl", f"no valid rows (line {first['line']}, {first['field']}: {first['error']})"
+            )
+        pool, demo_errors = read_mcq_jsonl(params.demos_jsonl) if params.demos_jsonl.strip() else (items, [])
+        row_errors += [{**e, "field": f"demos.{e['field']}"} for e in demo_errors]
+        name = params.name or "dataset"
+    n_options, items, others = same_option_count(items)
+    row_errors += [
+        {
+            "line": None,
+            "field": "options",
+            "error": f"{i.id} has {len(i.options)} options; this run evaluates {n_options}-option questions",
+        }
+        for i in others
+    ]
+    attack = LETTERS.index(params.attack_label.upper()) if params.attack_label else None
+    if attack is not None and attack >= n_options:
+        raise InvalidArgument("attack_label", f"{params.attack_label} is beyond the {n_options} options")
+    if params.shots and not pool:
+        raise InvalidArgument("demos_jsonl", f"{params.shots}-shot prompts need demos")
+    protocols = params.protocol_list
+    model = open_model(params.model, "model", DEFAULT_TAXONOMY)
+    if "standard" in protocols and params.standard_scoring == "logprob" and not model.supports("score"):
+        raise InvalidArgument(
+            "standard_scoring", f"{params.model.label} cannot score label log-probabilities; use 'generate'"
+        )
+    settings = MCQSettings(
+        shots=params.shots,
+        attack_label=attack,
+        standard_scoring=params.standard_scoring,
+        max_new_tokens=params.max_new_tokens,
+        seed=params.seed,
+    )
+
+    def on_permutation(done: int, total: int, protocol: str) -> None:
+        ctx.progress(done, total, stage=protocol, message=f"permutation {done}/{total}")
+
+    try:
+        report, rows = evaluate_mcq(
+            model,
+            items,
+            pool,
+            protocols,
+            settings,
+            max_permutations=params.max_permutations,
+            embedder=get_embedder,
+            on_permutation=on_permutation,
+        )
+    except BackendError as exc:
+        raise job_error("model", exc) from exc
+    report = {"benchmark": name, "model": params.model.label, **report, "row_errors": row_errors[:200]}
+    ctx.put_json("report.json", report)
+    ctx.put_artifact("responses.jsonl", _jsonl(rows), "application/x-ndjson")
+    ctx.put_artifact(
+        "report.png", charts.mcq_chart(report["protocols"], f"{name}: {params.model.label}"), "image/png"
+    )
+    summary = {
+        p: {k: m[k] for k in ("mean_accuracy", "std_accuracy", "demo_majority_agreement")}
+        for p, m in report["protocols"].items()
+    }
+    return {
+        "benchmark": name,
+        "questions": len(items),
+        "malformed_rows": len(row_errors),
+        "permutations": len(report["permutations"]),
+        "protocols": summary,
+        "variance_ratio": report.get("variance_ratio"),
+    }

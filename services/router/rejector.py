@@ -1,0 +1,152 @@
+"""Training the two-stage rejector with the CE surrogate or MILD, and choosing MILD's margin scale.
+
+The rejector is a small MLP over standardised input features (an input embedding, or any
+features the user logged). `fit_rejector` minimises `deferral.deferral_surrogate` with AdamW on
+full batches (deferral datasets here are small; full batches make runs exactly repeatable).
+`fit_mild` trains one rejector per candidate margin scale s and keeps the one with the lowest
+expert-balanced deferral loss on the validation split (MILD's "margin scale chosen on a
+validation split"); s = 0 is among the candidates and is exactly the CE baseline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from paperworks.services.router.deferral import (
+    agent_costs,
+    best_frequencies,
+    deferral_surrogate,
+    expert_margins,
+)
+from paperworks.services.router.metrics import balanced_deferral_loss
+from paperworks.services.router.synthetic import DeferralData
+from torch import nn
+
+DEFAULT_SCALES = (0.0, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0)
+
+
+@dataclass(frozen=True)
+class RejectorConfig:
+    hidden: int = 16
+    steps: int = 150
+    lr: float = 0.03
+    weight_decay: float = 0.1
+    gamma: float = 0.5
+    seed: int = 0
+
+
+class Rejector(nn.Module):
+    """r(x) in R^{n+1}; standardisation is part of the module so a policy is self-contained."""
+
+    def __init__(self, dim: int, n_agents: int, hidden: int) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(dim))
+        self.register_buffer("std", torch.ones(dim))
+        layers: list[nn.Module] = [nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, n_agents)]
+        self.net = nn.Sequential(*layers) if hidden > 0 else nn.Linear(dim, n_agents)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net((x - self.mean) / self.std)
+
+    @torch.no_grad()
+    def choose(self, features: np.ndarray) -> np.ndarray:
+        return self(torch.as_tensor(features, dtype=torch.float32)).argmax(dim=1).numpy()
+
+
+@dataclass
+class FittedRejector:
+    module: Rejector
+    loss: str
+    margins: list[float]
+    scale: float
+    selection: list[dict] = field(default_factory=list)  # validation score per candidate scale
+
+    def choose(self, features: np.ndarray) -> np.ndarray:
+        return self.module.choose(features)
+
+
+def costs_of(data: DeferralData) -> np.ndarray:
+    return agent_costs(data.errors, data.alpha, data.beta)
+
+
+def fit_rejector(data: DeferralData, config: RejectorConfig, margins: np.ndarray | None = None) -> Rejector:
+    """Minimise the two-stage surrogate (with `margins`, MILD's; without, the CE baseline)."""
+    x = torch.as_tensor(data.features, dtype=torch.float32)
+    costs = torch.as_tensor(costs_of(data), dtype=torch.float32)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        module = Rejector(x.shape[1], costs.shape[1], config.hidden)
+    module.mean.copy_(x.mean(dim=0))
+    module.std.copy_(x.std(dim=0).clamp_min(1e-6))
+    delta = None if margins is None else torch.as_tensor(margins, dtype=torch.float32)
+    optimizer = torch.optim.AdamW(module.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    module.train()
+    for _ in range(config.steps):
+        loss = deferral_surrogate(module(x), costs, delta)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    return module.eval()
+
+
+def fit_two_stage_ce(data: DeferralData, config: RejectorConfig) -> FittedRejector:
+    module = fit_rejector(data, config)
+    return FittedRejector(module, "two_stage_ce", [0.0] * data.errors.shape[1], 0.0)
+
+
+def fit_mild(
+    train: DeferralData,
+    validation: DeferralData,
+    config: RejectorConfig,
+    scales: Sequence[float] = DEFAULT_SCALES,
+    on_candidate: Callable[[int, int], None] | None = None,
+) -> FittedRejector:
+    """One rejector per margin scale; keep the lowest validation expert-balanced deferral loss."""
+    frequencies = best_frequencies(costs_of(train))
+    val_costs = costs_of(validation)
+    best: FittedRejector | None = None
+    best_score = np.inf
+    selection = []
+    for i, scale in enumerate(scales):
+        margins = expert_margins(frequencies, scale, config.gamma)
+        module = fit_rejector(train, config, margins)
+        score = balanced_deferral_loss(module.choose(validation.features), val_costs)
+        selection.append({"scale": float(scale), "val_balanced_deferral_loss": score})
+        if score < best_score - 1e-12:
+            best_score = score
+            best = FittedRejector(module, "mild", margins.tolist(), float(scale))
+        if on_candidate is not None:
+            on_candidate(i + 1, len(scales))
+    assert best is not None
+    best.selection = selection
+    return best
+
+
+@torch.no_grad()
+def coverage_curve(module: Rejector, data: DeferralData, points: int = 33) -> list[dict]:
+    """Coverage vs system accuracy as a constant is added to the base predictor's score: the
+    accuracy-coverage trade-off of one trained rejector. Offsets are quantiles of the gap between
+    the best expert's score and the base's, so coverage steps evenly from 0 to 1; offset 0 (the
+    trained rejector) is included."""
+    scores = module(torch.as_tensor(data.features, dtype=torch.float32)).numpy()
+    gap = scores[:, 1:].max(axis=1) - scores[:, 0]
+    offsets = np.unique(
+        np.concatenate([[gap.min() - 1.0], np.quantile(gap, np.linspace(0, 1, points)) + 1e-6, [0.0]])
+    )
+    rows = np.arange(len(data))
+    curve = []
+    for offset in offsets:
+        shifted = scores.copy()
+        shifted[:, 0] += offset
+        choice = shifted.argmax(axis=1)
+        curve.append(
+            {
+                "offset": float(offset),
+                "coverage": float((choice == 0).mean()),
+                "system_accuracy": float(1 - data.errors[rows, choice].mean()),
+            }
+        )
+    return curve

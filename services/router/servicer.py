@@ -1,0 +1,110 @@
+"""RouterService: the thin gRPC edge (two Submit RPCs and the sync Route)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+
+from paperworks.router.v1 import router_pb2, router_pb2_grpc
+from paperworks.services.router.policy import FILE_NAME, load_policy
+from paperworks.shared.errors import FailedPrecondition, InvalidArgument
+from paperworks.shared.rpc.runtime import ServiceRuntime
+from paperworks.shared.rpc.status import rpc_method
+from paperworks.shared.rpc.tensors import to_numpy
+
+CACHED_POLICIES = 8
+
+
+class RouterServicer(router_pb2_grpc.RouterServiceServicer):
+    def __init__(self, rt: ServiceRuntime):
+        self.rt = rt
+        self._routers: OrderedDict[str, object] = OrderedDict()
+        self._policy_of: dict[tuple[str, str], str] = {}  # (tenant, job id) -> policy sha256
+        self._lock = threading.Lock()
+
+    @rpc_method
+    async def SubmitTrainRejector(self, request, context):
+        if request.WhichOneof("dataset") is None:
+            raise InvalidArgument("dataset", "set one dataset: synthetic, text_families or logged")
+        return router_pb2.SubmitTrainRejectorResponse(
+            job=await self.rt.submit(context, "train_rejector", request)
+        )
+
+    @rpc_method
+    async def SubmitTrainDecider(self, request, context):
+        return router_pb2.SubmitTrainDeciderResponse(
+            job=await self.rt.submit(context, "train_decider", request)
+        )
+
+    @rpc_method
+    async def Route(self, request, context):
+        tenant = self.rt.tenant(context)
+        sha, router = await asyncio.to_thread(self._router, tenant, request.policy_job_id)
+        features = to_numpy(request.features, "features") if request.HasField("features") else None
+        timeout = request.timeout_s if request.HasField("timeout_s") else None
+        remaining = context.time_remaining()
+        if request.execute and remaining is not None:
+            timeout = min(timeout or remaining, remaining)
+        from paperworks.services.router.routing import route  # torch loads on first use, not at startup
+
+        decision = await asyncio.to_thread(
+            route,
+            router,
+            text=request.text if request.WhichOneof("input") == "text" else None,
+            features=features,
+            cost_lambda=request.cost_lambda if request.WhichOneof("preference") == "cost_lambda" else None,
+            budget=request.budget if request.WhichOneof("preference") == "budget" else None,
+            execute=request.execute,
+            timeout_s=timeout,
+        )
+        return router_pb2.RouteResponse(
+            agent=decision.agent,
+            agent_index=decision.index,
+            scores=[
+                router_pb2.OptionScore(name=n, score=s, cost=c, utility=u)
+                for n, s, c, u in zip(
+                    decision.names, decision.scores, decision.costs, decision.utilities, strict=True
+                )
+            ],
+            accepted_local=decision.accepted_local,
+            local_answer=decision.local_answer,
+            executed=decision.executed,
+            answer=decision.answer,
+            policy_kind=router.kind,
+            policy_sha256=sha,
+            cost_lambda=decision.cost_lambda,
+            decision_ms=decision.decision_ms,
+        )
+
+    def _router(self, tenant: str, job_id: str):
+        """The loaded router of a finished job's policy, cached by the policy's sha256 (a SUCCEEDED
+        job's artifacts never change, so the job -> policy lookup is cached too)."""
+        if not job_id:
+            raise InvalidArgument("policy_job_id", "name the TrainRejector or TrainDecider job to route with")
+        with self._lock:
+            sha = self._policy_of.get((tenant, job_id))
+            if sha in self._routers:
+                self._routers.move_to_end(sha)
+                return sha, self._routers[sha]
+        sha = self._policy_sha(tenant, job_id)
+        from paperworks.services.router.routing import load_router
+
+        router = load_router(load_policy(self.rt.artifacts.path(sha).read_bytes()))
+        with self._lock:
+            if len(self._policy_of) > 64 * CACHED_POLICIES:
+                self._policy_of.clear()
+            self._policy_of[(tenant, job_id)] = sha
+            self._routers[sha] = router
+            while len(self._routers) > CACHED_POLICIES:
+                self._routers.popitem(last=False)
+        return sha, router
+
+    def _policy_sha(self, tenant: str, job_id: str) -> str:
+        job = self.rt.store.get(tenant, self.rt.spec.name, job_id)
+        if job.state != "SUCCEEDED":
+            raise FailedPrecondition(f"job {job_id} is {job.state}; only a SUCCEEDED job has a policy")
+        refs = [a for a in self.rt.store.artifacts(job_id) if a.name == FILE_NAME]
+        if not refs:
+            raise FailedPrecondition(f"job {job_id} has no {FILE_NAME} artifact")
+        return refs[-1].sha256

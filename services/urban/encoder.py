@@ -1,0 +1,183 @@
+"""A pretrained UrbanFusion encoder as one object: frozen extractors, feature normalization, the
+fusion model; and its safetensors checkpoint (no pickles: the config travels as JSON metadata).
+
+`features` turns a dataset's raw modality values into the model's inputs (frozen features,
+z-scored with the pretraining statistics, which are also the reconstruction targets);
+`embed` runs the fusion model on any subset of them.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+from paperworks.services.urban import extractors as ex
+from paperworks.services.urban.dataset import Dataset
+from paperworks.services.urban.location import unit_vectors
+from paperworks.services.urban.model import FusionConfig, UrbanFusion
+from paperworks.shared.errors import InvalidArgument
+from safetensors.torch import load as st_load
+from safetensors.torch import save as st_save
+
+FORMAT = "paperworks.urban.encoder/1"
+
+
+@dataclass(frozen=True)
+class ModalitySpec:
+    name: str
+    kind: str
+    shape: tuple[int, ...]  # raw value shape, without the location axis
+    extractor: str
+
+
+@dataclass
+class FeatureSet:
+    """Model inputs for N locations; column j of `present` is `names[j]` (0 = coordinates)."""
+
+    names: tuple[str, ...]
+    ids: np.ndarray
+    lat: np.ndarray
+    lon: np.ndarray
+    region: np.ndarray
+    features: dict[str, np.ndarray]
+    present: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def xyz(self) -> np.ndarray:
+        return unit_vectors(self.lat, self.lon)
+
+    def restricted(self, use: set[str] | frozenset[str]) -> FeatureSet:
+        """The same locations with only the modalities in `use` (others count as absent)."""
+        keep = np.array([n in use for n in self.names])
+        return replace(self, present=self.present & keep)
+
+    def take(self, rows: np.ndarray) -> FeatureSet:
+        return FeatureSet(self.names, self.ids[rows], self.lat[rows], self.lon[rows], self.region[rows],
+                          {k: v[rows] for k, v in self.features.items()}, self.present[rows])
+
+
+class UrbanEncoder:
+    def __init__(self, specs: list[ModalitySpec], extractors: dict[str, ex.Extractor],
+                 mean: dict[str, np.ndarray], std: dict[str, np.ndarray], model: UrbanFusion):
+        self.specs = {s.name: s for s in specs}
+        self.extractors, self.mean, self.std, self.model = extractors, mean, std, model
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.model.config.names
+
+    @property
+    def dim(self) -> int:
+        return self.model.config.dim
+
+    @classmethod
+    def create(cls, dataset: Dataset, extractor_names: dict[str, str], dim: int, layers: int,
+               heads: int, seed: int) -> UrbanEncoder:
+        """A fresh encoder for `dataset`'s modalities; normalization fitted on its present rows."""
+        unknown = sorted(set(extractor_names) - set(dataset.modalities))
+        if unknown:
+            raise InvalidArgument(f"extractors.{unknown[0]}", "no such modality in the dataset")
+        specs, extractors, mean, std, widths = [], {}, {}, {}, []
+        for name, m in dataset.modalities.items():
+            if not m.present.any():
+                raise InvalidArgument(f"dataset.{name}", "present at no location")
+            choice = extractor_names.get(name, ex.DEFAULTS[m.kind])
+            extractor = ex.build(choice, m.kind, m.shape, seed, f"extractors.{name}")
+            feats = extractor(m.values[m.present])
+            specs.append(ModalitySpec(name, m.kind, m.shape, choice))
+            extractors[name] = extractor
+            mean[name] = feats.mean(0).astype(np.float32)
+            std[name] = np.maximum(feats.std(0), 1e-3).astype(np.float32)
+            widths.append((name, extractor.out_dim))
+        model = UrbanFusion(FusionConfig(tuple(widths), dim=dim, layers=layers, heads=heads, seed=seed))
+        return cls(specs, extractors, mean, std, model)
+
+    def extract(self, name: str, values: np.ndarray, present: np.ndarray) -> np.ndarray:
+        """Normalized frozen features (N, F) of one modality; zeros where absent."""
+        out = np.zeros((len(values), self.extractors[name].out_dim), np.float32)
+        if present.any():
+            out[present] = (self.extractors[name](values[present]) - self.mean[name]) / self.std[name]
+        return out
+
+    def features(self, dataset: Dataset) -> FeatureSet:
+        n = len(dataset)
+        present = np.zeros((n, len(self.names)), bool)
+        present[:, 0] = True
+        features = {}
+        for j, name in enumerate(self.names[1:], start=1):
+            spec, m = self.specs[name], dataset.modalities.get(name)
+            if m is None:
+                features[name] = np.zeros((n, self.extractors[name].out_dim), np.float32)
+                continue
+            if m.shape != spec.shape:
+                raise InvalidArgument(f"dataset.{name}", f"values shaped {list(m.shape)}, the encoder "
+                                                         f"was pretrained on {list(spec.shape)}")
+            features[name] = self.extract(name, m.values, m.present)
+            present[:, j] = m.present
+        return FeatureSet(self.names, dataset.ids, dataset.lat, dataset.lon, dataset.region,
+                          features, present)
+
+    @torch.no_grad()
+    def embed(self, fs: FeatureSet, batch: int = 4096) -> np.ndarray:
+        """(N, D) embeddings; each row from the modalities `fs.present` marks (at least one)."""
+        if not fs.present.any(axis=1).all():
+            row = int(np.argmin(fs.present.any(axis=1)))
+            raise InvalidArgument(f"locations[{row}]", "has no modality to embed")
+        self.model.eval()
+        xyz = fs.xyz
+        out = []
+        for s in range(0, len(fs), batch):
+            feats = {k: torch.from_numpy(v[s:s + batch]) for k, v in fs.features.items()}
+            mask = torch.from_numpy(fs.present[s:s + batch])
+            out.append(self.model(torch.from_numpy(xyz[s:s + batch]), feats, mask).numpy())
+        return np.concatenate(out) if out else np.zeros((0, self.dim), np.float32)
+
+    # --- checkpoint -------------------------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        tensors = {f"model.{k}": v.contiguous() for k, v in self.model.state_dict().items()}
+        for name, extractor in self.extractors.items():
+            tensors |= {f"extractor.{name}.{k}": v.contiguous() for k, v in extractor.state().items()}
+            tensors[f"norm.{name}.mean"] = torch.from_numpy(self.mean[name])
+            tensors[f"norm.{name}.std"] = torch.from_numpy(self.std[name])
+        c = self.model.config
+        config = {"format": FORMAT, "dim": c.dim, "layers": c.layers, "heads": c.heads, "seed": c.seed,
+                  "location_scales": list(c.location_scales), "modalities": [list(m) for m in c.modalities],
+                  "specs": [{"name": s.name, "kind": s.kind, "shape": list(s.shape),
+                             "extractor": s.extractor} for s in self.specs.values()]}
+        return st_save(tensors, metadata={"config": json.dumps(config)})
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> UrbanEncoder:
+        tensors = st_load(data)
+        config = json.loads(_metadata(data)["config"])
+        if config.get("format") != FORMAT:
+            raise InvalidArgument("pretrain_job_id", "artifact is not an urban encoder checkpoint")
+        fusion = FusionConfig(tuple((n, int(w)) for n, w in config["modalities"]), dim=config["dim"],
+                              layers=config["layers"], heads=config["heads"],
+                              location_scales=tuple(config["location_scales"]), seed=config["seed"])
+        model = UrbanFusion(fusion)
+        model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
+        specs, extractors, mean, std = [], {}, {}, {}
+        for s in config["specs"]:
+            spec = ModalitySpec(s["name"], s["kind"], tuple(s["shape"]), s["extractor"])
+            extractor = ex.build(spec.extractor, spec.kind, spec.shape, fusion.seed,
+                                 f"extractors.{spec.name}")
+            prefix = f"extractor.{spec.name}."
+            extractor.load_state({k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)})
+            specs.append(spec)
+            extractors[spec.name] = extractor
+            mean[spec.name] = tensors[f"norm.{spec.name}.mean"].numpy()
+            std[spec.name] = tensors[f"norm.{spec.name}.std"].numpy()
+        return cls(specs, extractors, mean, std, model)
+
+
+def _metadata(data: bytes) -> dict[str, str]:
+    """The safetensors header's __metadata__ (8-byte little-endian length, then JSON)."""
+    size = int.from_bytes(data[:8], "little")
+    return json.loads(data[8:8 + size]).get("__metadata__", {})
+

@@ -1,0 +1,196 @@
+"""UrbanFusion's three claims, measured on the synthetic world against baselines trained in the same run.
+
+Shared by the reproduction tests (small) and the benchmark (larger). One held-out city is
+excluded from all pretraining and probe fitting. On the other cities:
+1. fusion with reconstruction (lambda = 0.0625) vs the same model trained contrastive-only
+   (lambda = 0), MLP probes on the all-modality embedding, per target (`world.INFORMATION`
+   says which are redundant, unique or synergistic);
+2. any-subset inference: a linear probe per non-empty modality subset (the subset's own
+   embedding), and a probe fitted on all-modality embeddings applied unchanged to each
+   subset's embedding beside the same transfer for concatenated features;
+3. the coordinates-only embedding vs a SatCLIP-style coordinates <-> imagery encoder (linear
+   probes, random split of the training cities' locations), and the held-out city predicted
+   by probes fitted on the other cities: UrbanFusion embedding vs concatenated features.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from paperworks.services.urban import world
+from paperworks.services.urban.baselines import SatCLIP, concatenated_features, train_satclip
+from paperworks.services.urban.dataset import COORDINATES
+from paperworks.services.urban.encoder import FeatureSet, UrbanEncoder
+from paperworks.services.urban.evaluate import (
+    Target,
+    all_subsets,
+    make_target,
+    random_split,
+    raw_coordinates,
+    score,
+)
+from paperworks.services.urban.model import DEFAULT_RECONSTRUCTION_WEIGHT
+from paperworks.services.urban.probe import Probe
+from paperworks.services.urban.train import PretrainConfig, pretrain
+
+
+@dataclass(frozen=True)
+class Setup:
+    world: world.WorldConfig
+    dim: int = 32
+    layers: int = 2
+    heads: int = 4
+    steps: int = 600
+    batch_size: int = 256
+    test_fraction: float = 0.3
+    pretrain_on_held_out: bool = True  # label-free pretraining sees the held-out city's modalities
+
+    @property
+    def held_out(self) -> str:
+        return "city_00"
+
+
+@dataclass
+class Run:
+    setup: Setup
+    fusion: UrbanEncoder
+    contrastive: UrbanEncoder
+    satclip: SatCLIP
+    train_fs: FeatureSet  # the pretraining cities (UrbanFusion's features)
+    contrastive_fs: FeatureSet  # the same locations under the contrastive-only encoder's normalization
+    held_fs: FeatureSet  # the held-out city
+    targets: dict[str, Target]  # over train_fs
+    held_targets: dict[str, Target]  # over held_fs
+    train_rows: np.ndarray
+    test_rows: np.ndarray
+
+
+def train_models(setup: Setup) -> Run:
+    data = world.generate(setup.world)
+    inside = data.region == setup.held_out
+    train_data, held_data = data.take(~inside), data.take(inside)
+    seed = setup.world.seed
+    pretrain_data = data if setup.pretrain_on_held_out else train_data
+    encoders = {}
+    for name, weight in (("fusion", DEFAULT_RECONSTRUCTION_WEIGHT), ("contrastive", 0.0)):
+        encoder = UrbanEncoder.create(pretrain_data, {}, setup.dim, setup.layers, setup.heads, seed)
+        config = PretrainConfig(steps=setup.steps, batch_size=setup.batch_size,
+                                reconstruction_weight=weight, seed=seed)
+        pretrain(encoder, encoder.features(pretrain_data), config)
+        encoders[name] = encoder
+    fusion = encoders["fusion"]
+    train_fs = fusion.features(train_data)
+    satclip_config = PretrainConfig(steps=setup.steps, batch_size=setup.batch_size, seed=seed)
+    satclip = train_satclip(fusion.features(pretrain_data), setup.dim, satclip_config)
+    targets = {n: make_target(n, train_data.targets, t, n) for n, t in world.TARGETS.items()}
+    held = {n: make_target(n, held_data.targets, t, n, targets[n].classes) for n, t in world.TARGETS.items()}
+    train_rows, test_rows = random_split(np.arange(len(train_fs)), setup.test_fraction, seed)
+    return Run(setup, fusion, encoders["contrastive"], satclip, train_fs,
+               encoders["contrastive"].features(train_data), fusion.features(held_data),
+               targets, held, train_rows, test_rows)
+
+
+def _score(run: Run, x: np.ndarray, target: Target, kind: str) -> float:
+    return score(x, target, run.train_rows, run.test_rows, kind, run.setup.world.seed)
+
+
+def fusion_vs_contrastive(run: Run, kind: str = "mlp") -> dict[str, dict[str, float]]:
+    """Claim 1: per target, the probe score on each model's all-modality embedding."""
+    fusion_emb = run.fusion.embed(run.train_fs)
+    contrastive_emb = run.contrastive.embed(run.contrastive_fs)
+    return {name: {"information": world.INFORMATION[name],
+                   "fusion": _score(run, fusion_emb, t, kind),
+                   "contrastive_only": _score(run, contrastive_emb, t, kind)}
+            for name, t in run.targets.items()}
+
+
+REGRESSION = [n for n, t in world.TARGETS.items() if t == "regression"]
+
+
+def any_subset(run: Run) -> dict[str, dict[str, float]]:
+    """Claim 2: per subset, mean R² over the regression targets of (a) a probe fitted on that
+    subset's embeddings, beside the same for its concatenated features (raw lat/lon appended when
+    the subset holds coordinates), (b) the all-modality probe applied unchanged to the subset's
+    embeddings, beside the same transfer for concatenated features (absent modalities zero-filled).
+    Rows carrying none of the subset are left out."""
+    fs, seed = run.train_fs, run.setup.world.seed
+    full_emb, full_concat = run.fusion.embed(fs), concatenated_features(fs)
+    full_probes = {}
+    for n in REGRESSION:
+        t = run.targets[n]
+        full_probes[n] = (Probe("regression", "linear", full_emb.shape[1], seed=seed)
+                          .fit(full_emb[run.train_rows], t.y[run.train_rows]),
+                          Probe("regression", "linear", full_concat.shape[1], seed=seed)
+                          .fit(full_concat[run.train_rows], t.y[run.train_rows]))
+    out = {}
+    for subset in all_subsets(fs.names):
+        view = fs.restricted(subset)
+        usable = view.present.any(axis=1)
+        tr, te = run.train_rows[usable[run.train_rows]], run.test_rows[usable[run.test_rows]]
+        emb = np.zeros_like(full_emb)
+        emb[usable] = run.fusion.embed(view.take(usable))
+        concat = concatenated_features(view)
+        own, concat_own, transfer, concat_transfer = [], [], [], []
+        for n in REGRESSION:
+            t = run.targets[n]
+            own.append(score(emb, t, tr, te, "linear", seed))
+            concat_own.append(score(np.hstack([concat, raw_coordinates(view)]) if COORDINATES in subset
+                                    else concat, t, tr, te, "linear", seed))
+            transfer.append(full_probes[n][0].score(emb[te], t.y[te]))
+            concat_transfer.append(full_probes[n][1].score(concat[te], t.y[te]))
+        name = "+".join(n for n in fs.names if n in subset)
+        out[name] = {"size": len(subset), "own_probe": float(np.mean(own)),
+                     "concatenated_own_probe": float(np.mean(concat_own)),
+                     "full_probe": float(np.mean(transfer)),
+                     "concatenated_full_probe": float(np.mean(concat_transfer))}
+    return out
+
+
+def location_encoding(run: Run) -> dict[str, dict[str, float]]:
+    """Claim 3a: coordinates-only embeddings, UrbanFusion vs SatCLIP-style, linear probes."""
+    coords_only = run.fusion.embed(run.train_fs.restricted({COORDINATES}))
+    satclip = run.satclip.embed_coordinates(run.train_fs)
+    return {name: {"fusion_coordinates": _score(run, coords_only, t, "linear"),
+                   "satclip": _score(run, satclip, t, "linear")}
+            for name, t in run.targets.items()}
+
+
+def held_out_city(run: Run, kind: str = "linear", coordinates: bool = True) -> dict[str, dict[str, float]]:
+    """Claim 3b: probes fitted on the training cities' labels, scored on the held-out city.
+    With `coordinates=False` the embedding uses the other modalities only (what a city the
+    encoder never saw offers: its coordinates carry nothing learned), over the locations that
+    have at least one of them; the concatenated features never include coordinates."""
+    seed = run.setup.world.seed
+    use = set(run.train_fs.names) - (set() if coordinates else {COORDINATES})
+    train_keep = run.train_fs.restricted(use).present.any(axis=1)
+    held_keep = run.held_fs.restricted(use).present.any(axis=1)
+    train_fs = run.train_fs.restricted(use).take(train_keep)
+    held_fs = run.held_fs.restricted(use).take(held_keep)
+    inputs = {"fusion": (run.fusion.embed(train_fs), run.fusion.embed(held_fs)),
+              "concatenated": (concatenated_features(train_fs), concatenated_features(held_fs))}
+    out = {}
+    for name, t in run.targets.items():
+        y_train, y_held = t.y[train_keep], run.held_targets[name].y[held_keep]
+        row = {}
+        for method, (x_train, x_held) in inputs.items():
+            probe = Probe(t.task_type, kind, x_train.shape[1], t.classes, seed).fit(x_train, y_train)
+            row[method] = probe.score(x_held, y_held)
+        out[name] = row
+    return out
+
+
+def held_out_city_unseen(setup: Setup, kind: str = "mlp") -> dict[str, dict[str, float]]:
+    """Claim 3b's stricter variant: a fusion encoder pretrained without the held-out city at all,
+    scored from the city's non-coordinate modalities (its coordinates were never seen)."""
+    data = world.generate(setup.world)
+    train_data = data.take(data.region != setup.held_out)
+    encoder = UrbanEncoder.create(train_data, {}, setup.dim, setup.layers, setup.heads, setup.world.seed)
+    pretrain(encoder, encoder.features(train_data), PretrainConfig(
+        steps=setup.steps, batch_size=setup.batch_size, seed=setup.world.seed))
+    held_data = data.take(data.region == setup.held_out)
+    targets = {n: make_target(n, train_data.targets, t, n) for n, t in world.TARGETS.items()}
+    held = {n: make_target(n, held_data.targets, t, n, targets[n].classes) for n, t in world.TARGETS.items()}
+    fs = encoder.features(train_data)
+    rows = np.arange(len(fs))
+    run = Run(setup, encoder, encoder, None, fs, fs, encoder.features(held_data), targets, held, rows, rows)
+    return held_out_city(run, kind, coordinates=False)

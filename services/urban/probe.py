@@ -1,0 +1,208 @@
+"""Downstream probes on frozen embeddings (UrbanFusion §4: linear probes and small MLPs, with and
+without raw coordinates appended), and the scores the paper reports (R², macro F1).
+
+- `linear`, regression: ridge regression on standardized inputs, the penalty chosen by
+  generalized cross-validation over a log grid (closed form through one SVD).
+- `linear`, classification: multinomial logistic regression (L-BFGS), the L2 penalty chosen
+  on a 20% validation split, then refitted on all rows.
+- `mlp`: one hidden layer of 128 GELU units, full-batch AdamW, early stopping on a 15%
+  validation split (the best epoch's weights are kept).
+
+A probe is a small torch module plus its standardization, so it saves as safetensors.
+"""
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load as st_load
+from safetensors.torch import save as st_save
+from torch import nn
+
+TaskType = Literal["regression", "classification"]
+ProbeKind = Literal["linear", "mlp"]
+HIDDEN = 128
+RIDGE_GRID = np.logspace(-3, 4, 15)
+LOGISTIC_GRID = (1e-4, 1e-3, 1e-2, 1e-1)
+
+
+def r2_score(y: np.ndarray, pred: np.ndarray) -> float:
+    ss = float(((y - y.mean()) ** 2).sum())
+    return 1.0 - float(((y - pred) ** 2).sum()) / ss if ss > 0 else 0.0
+
+
+def macro_f1(y: np.ndarray, pred: np.ndarray, n_classes: int) -> float:
+    scores = []
+    for c in range(n_classes):
+        tp = float(((pred == c) & (y == c)).sum())
+        fp, fn = float(((pred == c) & (y != c)).sum()), float(((pred != c) & (y == c)).sum())
+        if tp + fp + fn > 0:
+            scores.append(2 * tp / (2 * tp + fp + fn))
+    return float(np.mean(scores)) if scores else 0.0
+
+
+def _split(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    order = np.random.default_rng(seed).permutation(n)
+    k = max(1, int(round(fraction * n)))
+    return order[k:], order[:k]
+
+
+class Probe:
+    def __init__(self, task_type: TaskType, kind: ProbeKind, in_dim: int, classes: list[str] | None = None,
+                 seed: int = 0):
+        self.task_type, self.kind, self.in_dim, self.seed = task_type, kind, in_dim, seed
+        self.classes = list(classes or [])
+        out = len(self.classes) if task_type == "classification" else 1
+        torch.manual_seed(seed)
+        self.net = (nn.Linear(in_dim, out) if kind == "linear"
+                    else nn.Sequential(nn.Linear(in_dim, HIDDEN), nn.GELU(), nn.Linear(HIDDEN, out)))
+        self.x_mean = np.zeros(in_dim, np.float32)
+        self.x_std = np.ones(in_dim, np.float32)
+        self.y_mean, self.y_std = 0.0, 1.0
+
+    # --- fitting -----------------------------------------------------------------------------------
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> Probe:
+        """`y`: floats (regression) or class indices into `classes` (classification)."""
+        from paperworks.services.urban.train import single_thread
+
+        with single_thread():
+            return self._fit(x, y)
+
+    def _fit(self, x: np.ndarray, y: np.ndarray) -> Probe:
+        self.x_mean = x.mean(0).astype(np.float32)
+        self.x_std = np.maximum(x.std(0), 1e-6).astype(np.float32)
+        xs = torch.from_numpy(((x - self.x_mean) / self.x_std).astype(np.float32))
+        if self.task_type == "regression":
+            self.y_mean, self.y_std = float(y.mean()), float(max(y.std(), 1e-9))
+            target = torch.from_numpy(((y - self.y_mean) / self.y_std).astype(np.float32))
+        else:
+            target = torch.from_numpy(y.astype(np.int64))
+        if self.kind == "mlp":
+            self._fit_mlp(xs, target)
+        elif self.task_type == "regression":
+            self._fit_ridge(xs, target)
+        else:
+            self._fit_logistic(xs, target)
+        return self
+
+    def _fit_ridge(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        xd, yd = x.double(), y.double()
+        u, s, vt = torch.linalg.svd(xd, full_matrices=False)
+        uty = u.T @ yd
+        n, best = len(yd), (float("inf"), None)
+        for alpha in RIDGE_GRID:
+            shrink = s / (s ** 2 + alpha)
+            coef = vt.T @ (shrink * uty)
+            resid = float(((yd - xd @ coef) ** 2).sum())
+            dof = float((s ** 2 / (s ** 2 + alpha)).sum())
+            gcv = n * resid / max(n - dof, 1e-9) ** 2
+            if gcv < best[0]:
+                best = (gcv, coef)
+        with torch.no_grad():
+            self.net.weight.copy_(best[1].float().unsqueeze(0))
+            self.net.bias.zero_()
+
+    def _logistic(self, x: torch.Tensor, y: torch.Tensor, l2: float) -> nn.Linear:
+        torch.manual_seed(self.seed)
+        net = nn.Linear(x.shape[1], len(self.classes))
+        optimizer = torch.optim.LBFGS(net.parameters(), lr=0.5, max_iter=150, line_search_fn="strong_wolfe")
+
+        def closure():
+            optimizer.zero_grad()
+            loss = F.cross_entropy(net(x), y) + l2 * net.weight.pow(2).sum()
+            loss.backward()
+            return loss
+
+        optimizer.step(closure)
+        return net
+
+    def _fit_logistic(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        train, val = _split(len(y), 0.2, self.seed)
+        scores = []
+        for l2 in LOGISTIC_GRID:
+            net = self._logistic(x[train], y[train], l2)
+            with torch.no_grad():
+                pred = net(x[val]).argmax(1).numpy()
+            scores.append(macro_f1(y[val].numpy(), pred, len(self.classes)))
+        self.net = self._logistic(x, y, LOGISTIC_GRID[int(np.argmax(scores))])
+
+    def _fit_mlp(self, x: torch.Tensor, y: torch.Tensor, epochs: int = 600, patience: int = 60) -> None:
+        train, val = (torch.from_numpy(i) for i in _split(len(y), 0.15, self.seed))
+        optimizer = torch.optim.AdamW(self.net.parameters(), lr=3e-3, weight_decay=1e-3)
+        best, best_state, waited = float("inf"), None, 0
+        for _ in range(epochs):
+            self.net.train()
+            optimizer.zero_grad()
+            self._loss(self.net(x[train]), y[train]).backward()
+            optimizer.step()
+            self.net.eval()
+            with torch.no_grad():
+                val_loss = float(self._loss(self.net(x[val]), y[val]))
+            if val_loss < best - 1e-5:
+                best, waited = val_loss, 0
+                best_state = {k: v.clone() for k, v in self.net.state_dict().items()}
+            else:
+                waited += 1
+                if waited >= patience:
+                    break
+        self.net.load_state_dict(best_state)
+
+    def _loss(self, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if self.task_type == "regression":
+            return F.mse_loss(out.squeeze(-1), y)
+        return F.cross_entropy(out, y)
+
+    # --- use ---------------------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def raw(self, x: np.ndarray) -> np.ndarray:
+        self.net.eval()
+        return self.net(torch.from_numpy(((x - self.x_mean) / self.x_std).astype(np.float32))).numpy()
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """Regression: values. Classification: class indices."""
+        out = self.raw(x)
+        if self.task_type == "regression":
+            return out[:, 0] * self.y_std + self.y_mean
+        return out.argmax(1)
+
+    def probabilities(self, x: np.ndarray) -> np.ndarray:
+        return torch.softmax(torch.from_numpy(self.raw(x)), dim=1).numpy()
+
+    def score(self, x: np.ndarray, y: np.ndarray) -> float:
+        """R² (regression) or macro F1 (classification) on held-out rows."""
+        pred = self.predict(x)
+        if self.task_type == "regression":
+            return r2_score(y, pred)
+        return macro_f1(y, pred, len(self.classes))
+
+    # --- checkpoint --------------------------------------------------------------------------------
+
+    def to_bytes(self, extra: dict | None = None) -> bytes:
+        tensors = {f"net.{k}": v.contiguous() for k, v in self.net.state_dict().items()}
+        tensors["x_mean"], tensors["x_std"] = torch.from_numpy(self.x_mean), torch.from_numpy(self.x_std)
+        meta = {"task_type": self.task_type, "kind": self.kind, "in_dim": self.in_dim,
+                "classes": self.classes, "y_mean": self.y_mean, "y_std": self.y_std, "extra": extra or {}}
+        return st_save(tensors, metadata={"probe": json.dumps(meta)})
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> tuple[Probe, dict]:
+        size = int.from_bytes(data[:8], "little")
+        meta = json.loads(json.loads(data[8:8 + size])["__metadata__"]["probe"])
+        tensors = st_load(data)
+        probe = cls(meta["task_type"], meta["kind"], meta["in_dim"], meta["classes"])
+        probe.net.load_state_dict({k[4:]: v for k, v in tensors.items() if k.startswith("net.")})
+        probe.x_mean, probe.x_std = tensors["x_mean"].numpy(), tensors["x_std"].numpy()
+        probe.y_mean, probe.y_std = meta["y_mean"], meta["y_std"]
+        return probe, meta["extra"]
+
+
+def fit_and_score(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray,
+                  task_type: TaskType, kind: ProbeKind, classes: list[str] | None = None,
+                  seed: int = 0) -> float:
+    probe = Probe(task_type, kind, x_train.shape[1], classes, seed).fit(x_train, y_train)
+    return probe.score(x_test, y_test)

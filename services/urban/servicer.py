@@ -1,0 +1,98 @@
+"""UrbanService: the thin gRPC edge. Submit* hand jobs to the runtime; Embed and Predict load the
+tenant's pretrained encoder / fitted probe (cached by artifact hash) and answer inline."""
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+
+import numpy as np
+from paperworks.services.urban.encoder import UrbanEncoder
+from paperworks.services.urban.inputs import feature_set, used_modalities
+from paperworks.services.urban.probe import Probe
+from paperworks.services.urban.sources import job_artifact
+from paperworks.shared.errors import InvalidArgument
+from paperworks.shared.rpc.runtime import ServiceRuntime
+from paperworks.shared.rpc.status import rpc_method
+from paperworks.shared.rpc.tensors import from_numpy
+from paperworks.urban.v1 import urban_pb2, urban_pb2_grpc
+
+CACHE_SIZE = 8
+
+
+class _Cache:
+    """Loaded checkpoints by artifact sha256 (content-addressed, so never stale)."""
+
+    def __init__(self, size: int = CACHE_SIZE):
+        self.size, self.items, self.lock = size, OrderedDict(), threading.Lock()
+
+    def get(self, sha: str, load):
+        with self.lock:
+            if sha not in self.items:
+                self.items[sha] = load()
+                if len(self.items) > self.size:
+                    self.items.popitem(last=False)
+            self.items.move_to_end(sha)
+            return self.items[sha]
+
+
+class UrbanServicer(urban_pb2_grpc.UrbanServiceServicer):
+    def __init__(self, rt: ServiceRuntime):
+        self.rt = rt
+        self.cache = _Cache()
+
+    @rpc_method
+    async def SubmitPretrain(self, request, context):
+        return urban_pb2.SubmitPretrainResponse(job=await self.rt.submit(context, "pretrain", request))
+
+    @rpc_method
+    async def SubmitFitTask(self, request, context):
+        return urban_pb2.SubmitFitTaskResponse(job=await self.rt.submit(context, "fit_task", request))
+
+    @rpc_method
+    async def SubmitEvaluate(self, request, context):
+        return urban_pb2.SubmitEvaluateResponse(job=await self.rt.submit(context, "evaluate", request))
+
+    def _encoder(self, tenant: str, job_id: str, field: str) -> UrbanEncoder:
+        if not job_id:
+            raise InvalidArgument(field, "required")
+        data, sha = job_artifact(self.rt.store, self.rt.artifacts, tenant, job_id, "pretrain",
+                                 "model.safetensors", field)
+        return self.cache.get(sha, lambda: UrbanEncoder.from_bytes(data))
+
+    def _probe(self, tenant: str, job_id: str) -> tuple[Probe, dict]:
+        if not job_id:
+            raise InvalidArgument("task_job_id", "required")
+        data, sha = job_artifact(self.rt.store, self.rt.artifacts, tenant, job_id, "fit_task",
+                                 "probe.safetensors", "task_job_id")
+        return self.cache.get(sha, lambda: Probe.from_bytes(data))
+
+    def _embed(self, tenant: str, request) -> urban_pb2.EmbedResponse:
+        encoder = self._encoder(tenant, request.pretrain_job_id, "pretrain_job_id")
+        fs = feature_set(encoder, request.locations, request.use_modalities)
+        return urban_pb2.EmbedResponse(embeddings=from_numpy(encoder.embed(fs).astype(np.float32)),
+                                       ids=list(fs.ids), used_modalities=used_modalities(fs))
+
+    def _predict(self, tenant: str, request) -> urban_pb2.PredictResponse:
+        probe, extra = self._probe(tenant, request.task_job_id)
+        encoder = self._encoder(tenant, extra["pretrain_job_id"], "task_job_id")
+        fs = feature_set(encoder, request.locations, request.use_modalities or extra["modalities"])
+        x = encoder.embed(fs)
+        if extra["append_coordinates"]:
+            x = np.hstack([x, np.stack([fs.lat, fs.lon], axis=1).astype(np.float32)])
+        reply = urban_pb2.PredictResponse(target=extra["target"], task_type=probe.task_type, ids=list(fs.ids))
+        if probe.task_type == "regression":
+            reply.values.extend(probe.predict(x).astype(float).tolist())
+        else:
+            reply.classes.extend(probe.classes)
+            reply.labels.extend(np.array(probe.classes)[probe.predict(x)].tolist())
+            reply.probabilities.CopyFrom(from_numpy(probe.probabilities(x).astype(np.float32)))
+        return reply
+
+    @rpc_method
+    async def Embed(self, request, context):
+        return await asyncio.to_thread(self._embed, self.rt.tenant(context), request)
+
+    @rpc_method
+    async def Predict(self, request, context):
+        return await asyncio.to_thread(self._predict, self.rt.tenant(context), request)

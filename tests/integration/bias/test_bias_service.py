@@ -1,0 +1,225 @@
+"""The bias service over real gRPC on the embedded stack: a CAB search job, an audit chained to
+its benchmark with the target behind an OpenAI-compatible endpoint, an MCQ job on a tiny model,
+the sync RPCs, and field-naming INVALID_ARGUMENT errors."""
+
+from __future__ import annotations
+
+import json
+
+import grpc
+import pytest
+from paperworks.bias.v1 import bias_pb2
+from paperworks.services.bias.builtin.options import PlantedTargetOptions
+from paperworks.services.bias.builtin.planted_target import PlantedTarget
+from paperworks.services.bias.cab.taxonomy import DEFAULT_TAXONOMY
+from paperworks.shared.backends.tiny_model import TinyConfig, TinyDecoder, save_tiny
+from paperworks.shared.client import Client
+from paperworks.shared.rpc.convert import PROTO_TO_STATE
+from paperworks.shared.rpc.status import field_violations
+from paperworks.v1 import jobs_pb2
+from reproduction.bias.openai_server import LocalOpenAIServer
+from support import TOKENS, start_stack
+
+BUILTIN = {
+    "target": {"kind": "builtin", "builtin": "planted-target", "options": {"seed": 1}},
+    "judge": {"kind": "builtin", "builtin": "lexicon-judge"},
+}
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    s = start_stack(tmp_path_factory.mktemp("bias-stack"), services=("bias",))
+    yield s
+    s.down()
+
+
+@pytest.fixture(scope="module")
+def client(stack):
+    with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def endpoint():
+    with LocalOpenAIServer({"planted": PlantedTarget(DEFAULT_TAXONOMY, PlantedTargetOptions(seed=1))}) as s:
+        yield s
+
+
+def finished(client, job):
+    final = client.wait(job.id, timeout=240)
+    assert PROTO_TO_STATE[final.state] == "SUCCEEDED", final.error.message
+    return final
+
+
+@pytest.fixture(scope="module")
+def generated(client):
+    job = client.submit(
+        "bias",
+        "generate_benchmark",
+        **BUILTIN,
+        generator={"kind": "builtin", "builtin": "template-generator"},
+        second_judge={"kind": "builtin", "builtin": "lexicon-judge", "options": {"profile": "strict"}},
+        attributes=["sex", "race"],
+        budget_target_calls=48,
+        seed_questions=6,
+        children_per_generation=4,
+        benchmark_size=8,
+        agreement_sample=6,
+        seed=3,
+    )
+    return job, finished(client, job)
+
+
+def test_generate_benchmark_searches_within_budget_and_stores_its_report(client, generated, tmp_path):
+    job, done = generated
+    events = list(client.watch(job.id, timeout=60))
+    stages = [e.progress.stage for e in events if e.type == jobs_pb2.JOB_EVENT_TYPE_PROGRESS]
+    assert stages[0] == "generation 0" and stages[-1] == "done"
+    result = done.result
+    assert 0 < result["target_calls_used"] <= 48 and result["benchmark_questions"] <= 8
+    paths = {p.name: p for p in client.pull_artifacts(job.id, tmp_path)}
+    assert set(paths) == {"benchmark.jsonl", "archive.jsonl", "report.json", "report.png", "search.png"}
+    assert paths["report.png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = [json.loads(line) for line in paths["benchmark.jsonl"].read_text().splitlines()]
+    assert rows and {r["attribute"] for r in rows} <= {"sex", "race"}
+    assert all(len(r["variants"]) == len(r["options"][0]) for r in rows)
+    report = json.loads(paths["report.json"].read_text())
+    assert report["search"]["target_calls_used"] == result["target_calls_used"]
+    assert report["overall"]["questions"] == result["questions_evaluated"]
+    assert report["judge_agreement"]["sample"] == 6
+
+
+def test_evaluate_bias_audits_the_generated_benchmark_over_http(client, generated, endpoint, tmp_path):
+    source, done = generated
+    job = client.submit(
+        "bias",
+        "evaluate_bias",
+        source_job_id=source.id,
+        target={"kind": "openai", "url": endpoint.url, "model": "planted", "timeout_s": 10},
+        judge=BUILTIN["judge"],
+        seed=3,
+    )
+    result = finished(client, job).result
+    assert result["questions"] == done.result["benchmark_questions"] and result["judge_failures"] == 0
+    assert (
+        sum(n for (model, status), n in endpoint.served.items() if model == "planted" and status == 200) > 0
+    )
+    paths = {p.name: p for p in client.pull_artifacts(job.id, tmp_path)}
+    judged = [json.loads(line) for line in paths["judgments.jsonl"].read_text().splitlines()]
+    assert len(judged) == result["questions"] and all(j["verdict"] for j in judged)
+
+
+def test_evaluate_mcq_runs_both_protocols_over_permutations_of_a_tiny_model(client, tmp_path):
+    model_dir = save_tiny(
+        tmp_path / "tiny",
+        TinyDecoder(TinyConfig(dim=32, n_layers=1, n_heads=2, mlp_hidden=64, max_seq_len=512)),
+    )
+    job = client.submit(
+        "bias",
+        "evaluate_mcq",
+        model={"kind": "tiny", "path": str(model_dir)},
+        nonsenseqa={"n_questions": 4, "question_words": 2, "n_demos": 4},
+        shots=1,
+        attack_label="A",
+        max_permutations=3,
+        max_new_tokens=6,
+    )
+    done = finished(client, job)
+    assert done.result["permutations"] == 3 and set(done.result["protocols"]) == {"standard", "md"}
+    report = json.loads(
+        next(p for p in client.pull_artifacts(job.id, tmp_path) if p.name == "report.json").read_text()
+    )
+    assert report["attack_label"] == "A" and len(report["protocols"]["md"]["accuracy_per_permutation"]) == 3
+    steps = [
+        e.progress.step
+        for e in client.watch(job.id, timeout=60)
+        if e.type == jobs_pb2.JOB_EVENT_TYPE_PROGRESS
+    ]
+    assert steps[-1] == 6  # 2 protocols × 3 permutations
+
+
+def test_expand_placeholders(client):
+    stub = client.stub("bias")
+    reply = stub.ExpandPlaceholders(
+        bias_pb2.ExpandPlaceholdersRequest(
+            template="I'm {{James/Mary}}; should my {{husband/wife}} invest?", attribute="sex"
+        ),
+        metadata=client.metadata,
+        timeout=30,
+    )
+    assert list(reply.variants) == [
+        "I'm James; should my husband invest?",
+        "I'm Mary; should my wife invest?",
+    ]
+    assert [list(p.options) for p in reply.placeholders] == [["James", "Mary"], ["husband", "wife"]]
+    assert reply.framing == "explicit"  # one placeholder names the group outright
+    with pytest.raises(grpc.RpcError) as exc:
+        stub.ExpandPlaceholders(
+            bias_pb2.ExpandPlaceholdersRequest(template="I'm {{a/b}} and {{c/d/e}}"),
+            metadata=client.metadata,
+            timeout=30,
+        )
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert field_violations(exc.value)[0][0] == "template" and "char 16" in exc.value.details()
+
+
+def test_score_mcq_response(client):
+    stub = client.stub("bias")
+    options = ["carrot", "apple", "leek"]
+    exact = stub.ScoreMCQResponse(
+        bias_pb2.ScoreMCQResponseRequest(options=options, response=" Apple.", answer=1),
+        metadata=client.metadata,
+        timeout=60,
+    )
+    assert (exact.index, exact.method, exact.correct) == (1, "exact", True) and not exact.HasField("margin")
+    letter = stub.ScoreMCQResponse(
+        bias_pb2.ScoreMCQResponseRequest(options=options, response="Answer: C", protocol="standard"),
+        metadata=client.metadata,
+        timeout=60,
+    )
+    assert (letter.index, letter.method, letter.HasField("correct")) == (2, "letter", False)
+    with pytest.raises(grpc.RpcError) as exc:
+        stub.ScoreMCQResponse(
+            bias_pb2.ScoreMCQResponseRequest(options=options, response="x", answer=3),
+            metadata=client.metadata,
+            timeout=60,
+        )
+    assert (
+        exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT and field_violations(exc.value)[0][0] == "answer"
+    )
+
+
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        ({"budget_target_calls": 1}, "budget_target_calls"),
+        (
+            {"budget_target_calls": 10, "target": {"kind": "openai", "url": "nowhere", "model": "m"}},
+            "target.url",
+        ),
+        ({"budget_target_calls": 10, "operators": ["shout"]}, "operators.0"),
+    ],
+)
+def test_bad_requests_name_the_field_and_create_no_job(client, params, field):
+    before = len(client.list("bias", page_size=500)[0])
+    with pytest.raises(grpc.RpcError) as exc:
+        client.submit(
+            "bias",
+            "generate_benchmark",
+            **{**BUILTIN, "generator": {"kind": "builtin", "builtin": "template-generator"}, **params},
+        )
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert [f for f, _ in field_violations(exc.value)] == [field]
+    assert len(client.list("bias", page_size=500)[0]) == before
+
+
+def test_a_benchmark_without_a_valid_row_fails_the_job_naming_the_field(client):
+    job = client.submit(
+        "bias",
+        "evaluate_bias",
+        **BUILTIN,
+        benchmark_jsonl='{"attribute": "sex", "template": "no placeholders"}\n',
+    )
+    final = client.wait(job.id, timeout=120)
+    assert PROTO_TO_STATE[final.state] == "FAILED"
+    assert final.error.field_violations[0].field == "benchmark_jsonl" and "line 1" in final.error.message

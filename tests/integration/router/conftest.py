@@ -1,0 +1,46 @@
+"""The embedded stack running the router, and a scripted remote reachable from its worker."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+from paperworks.shared.client import Client
+from support import TOKENS, start_stack
+
+HELPERS = Path(__file__).resolve().parents[2] / "unit" / "router"
+
+
+def _load(name: str):
+    """Import a helper of the unit tests by path (--import-mode=importlib)."""
+    module_name = f"paperworks_tests_router_{name}"
+    if module_name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(module_name, HELPERS / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[module_name]
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    s = start_stack(tmp_path_factory.mktemp("router-stack"), services=("router",))
+    yield s
+    s.down()
+
+
+@pytest.fixture(scope="module")
+def client(stack):
+    with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def remote():
+    """A scripted OpenAI-compatible remote (right on add/upper, wrong on lookups)."""
+    scripted = _load("scripted_openai")
+    server = scripted.ScriptedOpenAI(scripted.solve_checkable).start()
+    yield server
+    server.stop()

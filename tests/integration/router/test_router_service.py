@@ -1,0 +1,150 @@
+"""The router over real gRPC on the embedded stack: train both policies as jobs, route with them."""
+
+from __future__ import annotations
+
+import json
+
+import grpc
+import numpy as np
+import pytest
+from paperworks.router.v1 import router_pb2
+from paperworks.shared.rpc.convert import PROTO_TO_STATE
+from paperworks.shared.rpc.status import field_violations
+from paperworks.shared.rpc.tensors import from_numpy
+
+
+@pytest.fixture(scope="module")
+def rejector_job(client):
+    job = client.submit(
+        "router",
+        "train_rejector",
+        synthetic={"imbalance": 30, "dim": 6},
+        loss="LOSS_MILD",
+        n_train=500,
+        n_validation=300,
+        n_test=400,
+        steps=60,
+        margin_scales=[0.0, 2.0],
+    )
+    return client.wait(job.id, timeout=240)
+
+
+@pytest.fixture(scope="module")
+def decider_job(client, remote):
+    job = client.submit(
+        "router",
+        "train_decider",
+        local={"train_tiny": {"steps": 40}},
+        remotes=[
+            {
+                "name": "remote-real",
+                "price": 1.0,
+                "model": {"kind": "openai", "url": remote.url, "model": "remote-model", "timeout_s": 10},
+            },
+            {"name": "remote-sim", "price": 1000.0, "accuracy": [0.97, 0.97, 0.97]},
+        ],
+        n_train=90,
+        n_validation=45,
+        n_test=90,
+        steps=300,
+        query_router_baseline=False,
+    )
+    return client.wait(job.id, timeout=240)
+
+
+def route(client, **fields):
+    return client.stub("router").Route(
+        router_pb2.RouteRequest(**fields), metadata=client.metadata, timeout=60
+    )
+
+
+def test_rejector_job_succeeds_with_policy_report_and_plot(client, rejector_job, tmp_path):
+    assert PROTO_TO_STATE[rejector_job.state] == "SUCCEEDED", rejector_job.error.message
+    result = rejector_job.result
+    assert result["kind"] == "rejector" and result["policy_loss"] == "mild"
+    assert "two_stage_ce" in result["baseline"]
+    names = {a.name for a in rejector_job.artifacts}
+    assert names == {"policy.safetensors", "report.json", "curves.png"}
+    paths = {p.name: p for p in client.pull_artifacts(rejector_job.id, tmp_path)}
+    report = json.loads(paths["report.json"].read_text())
+    assert report["runs"]["mild"]["test"]["balanced_deferral_loss"] == pytest.approx(
+        result["test_balanced_deferral_loss"]
+    )
+    assert len(report["runs"]["mild"]["selection"]) == 2
+    assert paths["curves.png"].read_bytes().startswith(b"\x89PNG")
+
+
+def test_route_with_a_rejector_policy(client, rejector_job):
+    reply = route(client, policy_job_id=rejector_job.id, features=from_numpy(np.zeros(6, np.float32)))
+    assert reply.policy_kind == "rejector" and reply.policy_sha256 == rejector_job.result["policy_sha256"]
+    assert [s.name for s in reply.scores] == ["base", "expert1", "expert2", "expert3"]
+    assert reply.agent == reply.scores[reply.agent_index].name
+    assert reply.agent_index == int(np.argmax([s.score for s in reply.scores]))
+
+
+def test_decider_job_scores_the_real_remote_and_routes_text(client, decider_job, remote, tmp_path):
+    assert PROTO_TO_STATE[decider_job.state] == "SUCCEEDED", decider_job.error.message
+    assert set(decider_job.result["areas"]) == {"sdr", "always_local", "always_best", "confidence_cascade"}
+    paths = {p.name: p for p in client.pull_artifacts(decider_job.id, tmp_path)}
+    report = json.loads(paths["report.json"].read_text())
+    assert report["train_quality_by_family"]["remote-real"] == [1.0, 1.0, 0.0]
+    local = route(client, policy_job_id=decider_job.id, text="2+3=", cost_lambda=1e6)
+    assert local.accepted_local and local.agent == "local" and local.answer == local.local_answer
+    assert [s.name for s in local.scores] == ["local", "remote-real", "remote-sim"]
+    budgeted = route(client, policy_job_id=decider_job.id, text="up:ab=", budget=100.0, execute=False)
+    assert budgeted.policy_kind == "sdr" and budgeted.cost_lambda >= 0
+
+
+def test_route_executes_the_chosen_remote_and_surfaces_its_errors(client, decider_job, remote):
+    # A tiny price weight: the real remote (always right on additions, price 1) beats the simulated
+    # one (price 1000) and the barely trained local model.
+    asked = len(remote.prompts)
+    reply = route(client, policy_job_id=decider_job.id, text="4+4=", cost_lambda=1e-4, execute=True)
+    assert reply.agent == "remote-real" and not reply.accepted_local
+    assert reply.executed and reply.answer == "8" and len(remote.prompts) == asked + 1
+    remote.fail_next(429, "rate limited by the scripted remote", times=3)
+    with pytest.raises(grpc.RpcError) as exc:
+        route(client, policy_job_id=decider_job.id, text="4+4=", cost_lambda=1e-4, execute=True, timeout_s=5)
+    assert exc.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "rate limited by the scripted remote" in exc.value.details()
+    # Lookups: the real remote is always wrong, so with price ignored the simulated one is chosen,
+    # and a simulated remote cannot be called.
+    with pytest.raises(grpc.RpcError) as exc:
+        route(client, policy_job_id=decider_job.id, text="get:abc=", cost_lambda=0.0, execute=True)
+    assert exc.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "remote-sim" in exc.value.details()
+
+
+def test_bad_requests_are_invalid_arguments_naming_the_field(client, stack, rejector_job, decider_job):
+    cases = [
+        (
+            lambda: client.submit("router", "train_rejector", synthetic={"imbalance": 0.5}, loss="LOSS_MILD"),
+            "synthetic.imbalance",
+        ),
+        (lambda: client.submit("router", "train_rejector", loss="LOSS_MILD"), "dataset"),
+        (
+            lambda: client.submit(
+                "router",
+                "train_decider",
+                local={"train_tiny": {}},
+                remotes=[{"name": "r", "price": -1, "accuracy": [1, 1, 1]}],
+            ),
+            "remotes.0.price",
+        ),
+        (
+            lambda: route(
+                client, policy_job_id=rejector_job.id, features=from_numpy(np.zeros(5, np.float32))
+            ),
+            "features.shape",
+        ),
+        (lambda: route(client, policy_job_id=decider_job.id, text="1+1=", cost_lambda=-2.0), "cost_lambda"),
+        (lambda: route(client, policy_job_id="", text="1+1="), "policy_job_id"),
+    ]
+    for call, field in cases:
+        with pytest.raises(grpc.RpcError) as exc:
+            call()
+        assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT, field
+        assert [f for f, _ in field_violations(exc.value)] == [field]
+    with pytest.raises(grpc.RpcError) as exc:
+        route(client, policy_job_id="router-0000", text="1+1=")
+    assert exc.value.code() == grpc.StatusCode.NOT_FOUND

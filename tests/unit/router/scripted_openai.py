@@ -1,0 +1,98 @@
+"""A local OpenAI-compatible completions server with scripted answers, for the router's tests.
+
+The router's remote agents are reached through the shared `openai` backend; tests run that real
+client over a real socket against this server. Answers come from `answer(prompt)` (e.g. a solver
+that is right on some task families and wrong on others); `fail_next` scripts HTTP errors and
+`delay_s` makes the server slow, so timeouts and error surfacing are exercised end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def solve_checkable(prompt: str) -> str:
+    """A remote that is right on the router's arithmetic and string tasks and wrong on lookups."""
+    if prompt.startswith("up:"):
+        return prompt[3:-1].upper()
+    if prompt.startswith("get:"):
+        return "???"
+    a, b = prompt.rstrip("=").split("+")
+    return str(int(a) + int(b))
+
+
+class ScriptedOpenAI:
+    def __init__(self, answer: Callable[[str], str], model: str = "remote-model") -> None:
+        self.answer = answer
+        self.model = model
+        self.delay_s = 0.0
+        self.prompts: list[str] = []
+        self._failures: deque[tuple[int, str]] = deque()
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def fail_next(self, status: int, message: str, times: int = 1) -> None:
+        with self._lock:
+            self._failures.extend([(status, message)] * times)
+
+    def start(self) -> ScriptedOpenAI:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def reply(self, path: str, payload: dict) -> tuple[int, dict]:
+        with self._lock:
+            failure = self._failures.popleft() if self._failures else None
+            if path == "/v1/completions":
+                self.prompts.append(payload.get("prompt", ""))
+        if failure is not None:
+            return failure[0], {"error": {"message": failure[1], "type": "scripted"}}
+        if path != "/v1/completions":
+            return 404, {"error": {"message": f"no route {path}"}}
+        if payload.get("model") != self.model:
+            return 404, {"error": {"message": f"The model `{payload.get('model')}` does not exist."}}
+        text = self.answer(payload["prompt"])
+        return 200, {
+            "object": "text_completion",
+            "model": self.model,
+            "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
+        }
+
+
+def _handler(server: ScriptedOpenAI):
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's naming
+            length = int(self.headers.get("content-length") or 0)
+            payload = json.loads(self.rfile.read(length) or b"{}")
+            if server.delay_s:
+                threading.Event().wait(server.delay_s)
+            status, body = server.reply(self.path, payload)
+            data = json.dumps(body).encode()
+            try:
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client timed out and left
+
+        def log_message(self, *args):
+            pass
+
+    return Handler
