@@ -85,6 +85,9 @@ class Gone:
 class JobStore:
     def __init__(self, db: Database):
         self.db = db
+        # (service, kind, tenant) never change after submit: the event payload reads them from
+        # here instead of re-selecting the job row for every event a worker writes.
+        self._identities: dict[str, tuple[str, str, str]] = {}
 
     # --- intake -----------------------------------------------------------------
 
@@ -106,19 +109,19 @@ class JobStore:
         try:
             with self.db.session() as s:
                 now = utcnow()
-                s.add(
-                    Job(
-                        id=job_id,
-                        tenant=tenant,
-                        service=service,
-                        kind=kind,
-                        state=QUEUED,
-                        params=params,
-                        idempotency_key=key,
-                        created_at=now,
-                        updated_at=now,
-                    )
+                job = Job(
+                    id=job_id,
+                    tenant=tenant,
+                    service=service,
+                    kind=kind,
+                    state=QUEUED,
+                    params=params,
+                    idempotency_key=key,
+                    created_at=now,
+                    updated_at=now,
                 )
+                s.add(job)
+                self._identities[job_id] = (service, kind, tenant)
                 s.flush()
                 self._append_event(s, job_id, STATE_CHANGED, QUEUED, {})
                 s.add(
@@ -129,13 +132,14 @@ class JobStore:
                         payload={"job_id": job_id, "service": service, "kind": kind},
                     )
                 )
+                s.refresh(job)  # the row as committed (event_seq, server defaults), same transaction
         except IntegrityError:
             # A concurrent submit with the same key won the race.
             existing = self._find_keyed(tenant, service, key) if key else None
             if existing is None:
                 raise
             return self._check_same_request(existing, kind, params), False
-        return self.get(tenant, service, job_id), True
+        return job, True
 
     def _find_keyed(self, tenant: str, service: str, key: str) -> Job | None:
         with self.db.read() as s:
@@ -471,22 +475,31 @@ class JobStore:
         )
         self._insert_event(s, job_id, seq, type_, state, payload)
 
-    @staticmethod
-    def _insert_event(s: Session, job_id: str, seq: int, type_: str, state: str, payload: dict):
+    def _identity(self, s: Session, job_id: str) -> tuple[str, str, str]:
+        identity = self._identities.get(job_id)
+        if identity is None:
+            row = s.execute(select(Job.service, Job.kind, Job.tenant).where(Job.id == job_id)).one()
+            identity = tuple(row)
+            if len(self._identities) >= 4096:
+                self._identities.clear()
+            self._identities[job_id] = identity
+        return identity
+
+    def _insert_event(self, s: Session, job_id: str, seq: int, type_: str, state: str, payload: dict):
         now = utcnow()
         s.add(JobEvent(job_id=job_id, seq=seq, type=type_, state=state, payload=payload,
                        created_at=now))
-        job = s.get(Job, job_id)
+        service, kind, tenant = self._identity(s, job_id)
         s.add(
             OutboxMessage(
-                service=job.service,
+                service=service,
                 topic=EVENTS_TOPIC,
                 key=job_id,
                 payload={
                     "job_id": job_id,
-                    "service": job.service,
-                    "kind": job.kind,
-                    "tenant": job.tenant,
+                    "service": service,
+                    "kind": kind,
+                    "tenant": tenant,
                     "seq": seq,
                     "type": type_,
                     "state": state,
@@ -509,7 +522,6 @@ def error_dict(code: str, message: str, field: str | None = None, retryable: boo
 
 
 def _aware(dt: datetime) -> datetime:
-
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
