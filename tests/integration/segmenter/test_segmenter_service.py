@@ -1,0 +1,231 @@
+"""The segmenter service over real gRPC on the embedded stack: few-shot minor fit and GINE training
+from an nnU-Net-style folder, Segment as a job and inline, WNE denoiser, the Denoise -> Segment
+chain without the client, and the field-naming errors."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import grpc
+import nibabel as nib
+import numpy as np
+import pytest
+from google.rpc import code_pb2
+from paperworks.segmenter.v1 import segmenter_pb2
+from paperworks.services.segmenter import synthetic, volumes
+from paperworks.shared.client import Client
+from paperworks.shared.rpc.convert import PROTO_TO_STATE
+from paperworks.shared.rpc.status import field_violations
+from paperworks.shared.rpc.tensors import from_numpy, to_numpy
+from support import TOKENS, start_stack
+
+CFG = synthetic.PhantomConfig(size=24, lesions=2, lesion_radius=2.0)
+SPACING = (1.0, 0.8, 0.8)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    s = start_stack(tmp_path_factory.mktemp("segmenter-stack"), services=("segmenter",))
+    yield s
+    s.down()
+
+
+@pytest.fixture(scope="module")
+def client(stack):
+    with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def dataset_dir(tmp_path_factory):
+    cases = synthetic.cohort(CFG, range(4))
+    return volumes.write_dataset(tmp_path_factory.mktemp("nnunet"), cases, synthetic.STRUCTURES, SPACING)
+
+
+def done(client, job):
+    final = client.wait(job.id, timeout=240)
+    assert PROTO_TO_STATE[final.state] == "SUCCEEDED", final.error.message
+    return final
+
+
+@pytest.fixture(scope="module")
+def fitted(client, dataset_dir):
+    return done(
+        client, client.submit("segmenter", "fit_minor_params", dataset={"path": str(dataset_dir)}, trials=8)
+    )
+
+
+@pytest.fixture(scope="module")
+def trained(client, dataset_dir, fitted):
+    return done(
+        client,
+        client.submit(
+            "segmenter",
+            "train_segmenter",
+            minor_job_id=fitted.id,
+            dataset={"path": str(dataset_dir)},
+            steps=40,
+        ),
+    )
+
+
+@pytest.fixture(scope="module")
+def denoiser(client):
+    return done(
+        client,
+        client.submit(
+            "segmenter",
+            "train_denoiser",
+            dataset={"synthetic": {"seed": 2, "count": 3, "size": 24}},
+            steps=20,
+        ),
+    )
+
+
+def test_fit_minor_params_reports_the_six_parameters(fitted):
+    r = fitted.result
+    assert set(r["params"]) == {"psi", "size_min", "size_max", "intensity_min", "intensity_max", "alpha"}
+    assert r["trials"] == 8 and r["volumes"] == 4 and r["boundary_dice"] >= r["hand_set_boundary_dice"] - 1e-9
+    assert set(r["oracle_dice"]) == {"organ", "lesion"}
+    assert {a.name for a in fitted.artifacts} == {"minor_params.json", "trials.json"}
+
+
+def test_segment_job_writes_label_volumes_with_the_input_geometry(client, trained, dataset_dir, tmp_path):
+    assert set(trained.result["structures"].values()) == {"organ", "lesion"}
+    job = done(
+        client,
+        client.submit(
+            "segmenter", "segment", model_job_id=trained.id, dataset={"path": str(dataset_dir), "limit": 2}
+        ),
+    )
+    assert job.result["volumes"] == 2 and set(job.result["dice_mean"]) == {"organ", "lesion"}
+    paths = {p.name: p for p in client.pull_artifacts(job.id, tmp_path)}
+    assert set(paths) == {"case_000_seg.nii.gz", "case_001_seg.nii.gz", "statistics.json"}
+    img = nib.load(paths["case_000_seg.nii.gz"])
+    assert img.shape == (24, 24, 24) and np.allclose(img.header.get_zooms(), SPACING)
+    stats = json.loads(paths["statistics.json"].read_text())
+    assert {s["name"] for s in stats[0]["structures"]} == {"organ", "lesion"}
+    assert stats[0]["structures"][0]["volume_mm3"] == pytest.approx(
+        stats[0]["structures"][0]["voxels"] * 0.64
+    )
+
+
+def test_inline_segment_from_nifti_and_from_a_tensor(client, trained):
+    image, _ = synthetic.phantom(CFG, 50)
+    stub = client.stub("segmenter")
+    a = stub.Segment(
+        segmenter_pb2.SegmentRequest(
+            model_job_id=trained.id, image_nifti=volumes.write_nifti(image, SPACING)
+        ),
+        metadata=client.metadata,
+        timeout=60,
+    )
+    b = stub.Segment(
+        segmenter_pb2.SegmentRequest(model_job_id=trained.id, image=from_numpy(image), spacing=list(SPACING)),
+        metadata=client.metadata,
+        timeout=60,
+    )
+    assert np.array_equal(to_numpy(a.labels), to_numpy(b.labels)) and a.supernodes == b.supernodes > 0
+    lifted = volumes.read_nifti(a.labels_nifti, "x")
+    assert lifted.data.shape == image.shape and np.allclose(lifted.spacing, SPACING)
+    assert [s.name for s in a.structures] == ["organ", "lesion"]
+    two_d = stub.Segment(
+        segmenter_pb2.SegmentRequest(model_job_id=trained.id, image=from_numpy(image[12])),
+        metadata=client.metadata,
+        timeout=60,
+    )
+    assert to_numpy(two_d.labels).shape == (24, 24)
+
+
+def test_denoise_chains_a_segment_job_without_the_client(client, denoiser, trained):
+    assert denoiser.result["ne_defect"] < 1e-4
+    job = done(
+        client,
+        client.submit(
+            "segmenter",
+            "denoise",
+            model_job_id=denoiser.id,
+            dataset={"synthetic": {"seed": 8, "count": 2, "size": 24}},
+            then_segment={"model_job_id": trained.id},
+        ),
+    )
+    seg = done(client, client.get(job.result["segment_job_id"]))
+    assert seg.result["cases"] == ["case_000", "case_001"]
+    assert {a.name for a in seg.artifacts} == {
+        "case_000_seg.nii.gz",
+        "case_001_seg.nii.gz",
+        "statistics.json",
+    }
+    image, _ = synthetic.phantom(CFG, 51)
+    reply = client.stub("segmenter").Denoise(
+        segmenter_pb2.DenoiseRequest(model_job_id=denoiser.id, image=from_numpy(image)),
+        metadata=client.metadata,
+        timeout=60,
+    )
+    assert to_numpy(reply.image).shape == image.shape
+
+
+def _nifti(data, zooms=None):
+    img = nib.Nifti1Image(data, np.eye(4))
+    if zooms is not None:
+        img.header["pixdim"][1:4] = zooms
+    return gzip.compress(img.to_bytes())
+
+
+def test_bad_volumes_are_invalid_argument_saying_which(client, trained, dataset_dir, tmp_path):
+    stub = client.stub("segmenter")
+    good = np.zeros((8, 8, 8), np.float32)
+    cases = [
+        (dict(image_nifti=b"not a nifti file" * 40), "image_nifti", "header"),
+        (dict(image_nifti=_nifti(np.zeros((4, 4, 4, 3), np.float32))), "image_nifti", "shape"),
+        (dict(image_nifti=_nifti(good, (1.0, 0.0, 1.0))), "image_nifti", "spacing"),
+        (dict(image=from_numpy(good), spacing=[1.0, 1.0]), "spacing", "3-D"),
+        (dict(image=from_numpy(np.zeros(5, np.float32))), "image.shape", "2-D or 3-D"),
+        (dict(), "image_nifti", "exactly one"),
+    ]
+    for kwargs, field, why in cases:
+        with pytest.raises(grpc.RpcError) as exc:
+            stub.Segment(
+                segmenter_pb2.SegmentRequest(model_job_id=trained.id, **kwargs),
+                metadata=client.metadata,
+                timeout=30,
+            )
+        assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        ((got, message),) = field_violations(exc.value)
+        assert got == field and why in message, (got, message)
+    # a label volume whose spacing disagrees with its image fails the job, naming the file
+    (tmp_path / "imagesTr").mkdir()
+    (tmp_path / "labelsTr").mkdir()
+    (tmp_path / "dataset.json").write_text((dataset_dir / "dataset.json").read_text())
+    (tmp_path / "imagesTr" / "x_0000.nii.gz").write_bytes(volumes.write_nifti(good, (1.0, 1.0, 1.0)))
+    (tmp_path / "labelsTr" / "x.nii.gz").write_bytes(
+        volumes.write_nifti(good.astype(np.uint8), (1.0, 2.0, 1.0))
+    )
+    job = client.wait(
+        client.submit("segmenter", "fit_minor_params", dataset={"path": str(tmp_path)}, trials=2).id,
+        timeout=120,
+    )
+    assert PROTO_TO_STATE[job.state] == "FAILED" and job.error.code == code_pb2.INVALID_ARGUMENT
+    (violation,) = job.error.field_violations
+    assert "labelsTr/x.nii.gz" in violation.field and "spacing" in violation.description
+    before = len(client.list("segmenter", page_size=500)[0])
+    for params, field in (({"trials": 1}, "trials"), ({"optimizer": "grid"}, "optimizer")):
+        with pytest.raises(grpc.RpcError) as exc:
+            client.submit("segmenter", "fit_minor_params", dataset={"synthetic": {"seed": 1}}, **params)
+        assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert [f for f, _ in field_violations(exc.value)] == [field]
+    assert len(client.list("segmenter", page_size=500)[0]) == before
+
+
+def test_another_tenant_cannot_use_the_model(stack, trained):
+    with Client(endpoints=stack.endpoints, token=TOKENS["bob"]) as bob:
+        with pytest.raises(grpc.RpcError) as exc:
+            bob.stub("segmenter").Segment(
+                segmenter_pb2.SegmentRequest(
+                    model_job_id=trained.id, image=from_numpy(np.zeros((8, 8), np.float32))
+                ),
+                metadata=bob.metadata,
+                timeout=30,
+            )
+        assert exc.value.code() == grpc.StatusCode.NOT_FOUND

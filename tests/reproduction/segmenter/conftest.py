@@ -1,0 +1,32 @@
+"""Shared runs of the segmenter's reproduction experiments (paperworks.services.segmenter.experiments).
+`SEGMENTER_REPRO_SEED` picks another seed."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from paperworks.services.segmenter import experiments, synthetic
+
+SEED = int(os.environ.get("SEGMENTER_REPRO_SEED", "0"))
+TRAIN = range(SEED * 1000, SEED * 1000 + 8)
+TEST = range(SEED * 1000 + 500, SEED * 1000 + 506)
+
+
+@pytest.fixture(scope="session")
+def fewshot_run():
+    return experiments.fewshot(
+        synthetic.PhantomConfig(lesion_radius=2.0), TRAIN, TEST, trials=60, steps=200, seed=SEED
+    )
+
+
+@pytest.fixture(scope="session")
+def dense_run():
+    return experiments.semir_vs_unet(
+        (2.5, 1.5), TRAIN[:5], TEST[:4], trials=60, steps=120, unet_base=8, seed=SEED, size=24
+    )
+
+
+@pytest.fixture(scope="session")
+def wne_run():
+    return experiments.wne_claims(steps=200, seed=SEED)
