@@ -4,10 +4,20 @@ Stacks are real: the Tansu Kafka-protocol broker, Redis, and the service's
 server, dispatcher and Celery worker as separate processes. PostgreSQL and the
 machine's Redis are used where the machine runs them; with
 PAPERWORKS_REQUIRE_SYSTEM_SERVICES=1 (CI) their absence fails instead of skipping.
+
+Triton reads TRITON_INTERPRET when it is first imported, and collecting any test module can
+import it (torch-geometric does), so the interpreter is switched on here, before collection,
+on machines without a GPU; the CPU backends never pick Triton, so nothing else changes.
 """
 from __future__ import annotations
 
+import os
 import uuid
+
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import pytest
 from paperworks.shared.db.engine import Database

@@ -1,8 +1,8 @@
 """Shared fixtures of the kernel tests: built backends, forced backends, random weights.
 
-Triton's interpreter must be switched on before its kernels are first imported, so this
-conftest sets ``TRITON_INTERPRET=1`` on machines without a GPU. The CPU extension and the
-CUDA library are built once per session (and cached on disk across sessions).
+Triton's interpreter must be switched on before triton is first imported: tests/conftest.py
+sets ``TRITON_INTERPRET=1`` on machines without a GPU.
+The CPU extension and the CUDA library are built once per session (cached on disk across sessions).
 """
 
 from __future__ import annotations
@@ -13,12 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-
-if not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-
-from hypothesis import settings  # noqa: E402
-from paperworks.kernels import backends, packing  # noqa: E402
+from hypothesis import settings
+from paperworks.kernels import backends, packing
 
 # Small and deterministic: applied per test (``@settings(settings.get_profile("kernels"))``)
 # so the rest of the project's hypothesis settings stay untouched.
