@@ -207,10 +207,12 @@ def status():
 
 
 def _health(port: int, host: str = "127.0.0.1") -> str:
+    """The server's grpc.health.v1 status, over TLS when the client settings configure it."""
     from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from paperworks.shared.rpc.tls import channel, channel_credentials
 
     try:
-        with grpc.insecure_channel(f"{host}:{port}") as ch:
+        with channel(f"{host}:{port}", channel_credentials(get_settings())) as ch:
             reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=2)
         return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
     except grpc.RpcError as exc:

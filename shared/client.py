@@ -2,7 +2,8 @@
 
 Job ids start with their service's name (`ops-…`), so every verb but `submit`
 finds the right service from the id alone. Endpoints and the token come from
-PAPERWORKS_ENDPOINTS / PAPERWORKS_TOKEN, or from the embedded stack's file.
+PAPERWORKS_ENDPOINTS / PAPERWORKS_TOKEN, or from the embedded stack's file;
+channels use TLS when PAPERWORKS_TLS_CA_FILE is set (see `paperworks.shared.rpc.tls`).
 """
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from paperworks.shared.config import Settings, get_settings
 from paperworks.shared.db.models import TERMINAL_STATES
 from paperworks.shared.errors import InvalidArgument, NotFound
 from paperworks.shared.registry import load, service
+from paperworks.shared.rpc import tls
 from paperworks.shared.rpc.convert import PROTO_TO_STATE, STATE_TO_PROTO
+from paperworks.shared.rpc.tls import channel_credentials
 from paperworks.v1 import jobs_pb2, jobs_pb2_grpc
 
 
@@ -73,6 +76,7 @@ class _Base:
         self.endpoints = endpoints if endpoints is not None else found
         self.token = token if token is not None else found_token
         self.max_message_bytes = settings.max_message_bytes
+        self.credentials = channel_credentials(settings)  # None: plaintext
         self._channels: dict[str, object] = {}
 
     @property
@@ -101,8 +105,8 @@ class Client(_Base):
 
     def channel(self, service_name: str) -> grpc.Channel:
         if service_name not in self._channels:
-            self._channels[service_name] = grpc.insecure_channel(
-                self._address(service_name), options=self._options()
+            self._channels[service_name] = tls.channel(
+                self._address(service_name), self.credentials, self._options()
             )
         return self._channels[service_name]
 
@@ -179,8 +183,8 @@ class AsyncClient(_Base):
 
     def channel(self, service_name: str) -> grpc.aio.Channel:
         if service_name not in self._channels:
-            self._channels[service_name] = grpc.aio.insecure_channel(
-                self._address(service_name), options=self._options()
+            self._channels[service_name] = tls.aio_channel(
+                self._address(service_name), self.credentials, self._options()
             )
         return self._channels[service_name]
 

@@ -72,6 +72,35 @@ class Settings(BaseSettings):
         default="", description="Client side: service=host:port,...; empty reads the stack file."
     )
     token: str = Field(default="", description="Client side: bearer token.")
+    tls_cert_file: Path | None = Field(
+        default=None,
+        description="Server: PEM certificate chain; with tls_key_file, gRPC is served over TLS only.",
+    )
+    tls_key_file: Path | None = Field(default=None, description="Server: PEM private key of tls_cert_file.")
+    tls_client_ca_file: Path | None = Field(
+        default=None,
+        description="Server: PEM CA bundle; set, every client must present a certificate it signed "
+        "(mutual TLS).",
+    )
+    tls_ca_file: Path | None = Field(
+        default=None,
+        description="Client side: PEM CA bundle the servers' certificates chain to; set, clients use TLS.",
+    )
+    tls_client_cert_file: Path | None = Field(
+        default=None, description="Client side: PEM certificate presented for mutual TLS."
+    )
+    tls_client_key_file: Path | None = Field(
+        default=None, description="Client side: PEM private key of tls_client_cert_file."
+    )
+    max_queued_jobs_per_tenant: int = Field(
+        default=0, ge=0,
+        description="A tenant's QUEUED jobs per service; a submit beyond is RESOURCE_EXHAUSTED; 0: no limit.",
+    )
+    max_active_jobs_per_tenant: int = Field(
+        default=0, ge=0,
+        description="A tenant's QUEUED + RUNNING jobs per service; a submit beyond is RESOURCE_EXHAUSTED; "
+        "0: no limit.",
+    )
     log_level: str = Field(default="INFO", description="Python logging level.")
 
     @property

@@ -52,6 +52,14 @@ class ResourceExhausted(PaperworksError):
     code = "RESOURCE_EXHAUSTED"
 
 
+class QuotaExceeded(ResourceExhausted):
+    """A tenant is at one of its limits; `subject` names who, for a QuotaFailure detail."""
+
+    def __init__(self, subject: str, message: str):
+        super().__init__(message)
+        self.subject = subject
+
+
 class DeadlineExceeded(PaperworksError):
     code = "DEADLINE_EXCEEDED"
     retryable = True

@@ -20,7 +20,6 @@ from paperworks.shared.config import Settings
 from paperworks.shared.db.engine import Database
 from paperworks.shared.db.jobs import DLQ_TOPIC, JobStore, jobs_topic
 from paperworks.shared.db.models import QUEUED, RUNNING
-from paperworks.shared.errors import NotFound
 from paperworks.shared.registry import service
 from paperworks.shared.tasks.app import make_celery, task_name
 
@@ -45,9 +44,8 @@ class Dispatcher:
         except (ValueError, KeyError, TypeError) as exc:
             self._to_dlq(raw, f"unreadable intake message: {exc}")
             return "dlq"
-        try:
-            job = self.store.get(None, self.spec.name, job_id)
-        except NotFound:
+        job = self.store.intake_view(job_id)
+        if job is None or job.service != self.spec.name:
             self._to_dlq(raw, f"job {job_id} not found on service {self.spec.name}")
             return "dlq"
         if job.kind not in self.spec.kinds:

@@ -4,6 +4,10 @@ Nothing reaches Kafka unless its transaction committed. A crash between the
 publish and the mark republishes the row (at-least-once); consumers are
 idempotent. The broker of the embedded stack keeps messages in memory only, so
 after a broker restart the relay republishes from the database.
+
+A submit wakes the relay at once; other rows (events written by workers) are
+picked up by a poll every `relay_interval_s`. On SQLite a poll first asks the
+commit counter (`CommitProbe`) and skips the query when nothing was committed.
 """
 from __future__ import annotations
 
@@ -15,9 +19,9 @@ import time
 
 from paperworks.shared.config import Settings
 from paperworks.shared.db.engine import Database
-from paperworks.shared.db.jobs import JobStore
-from paperworks.shared.db.models import OutboxMessage, utcnow
-from sqlalchemy import select, update
+from paperworks.shared.db.jobs import OUTBOX, JobStore
+from paperworks.shared.db.models import utcnow
+from sqlalchemy import Row, select, update
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +35,7 @@ class OutboxRelay:
         self._producer = None
         self._stop = threading.Event()
         self._wake = threading.Event()
+        self._probe = None  # created by the relay's own thread, which alone uses it
 
     def _producer_or_none(self):
         if self._producer is None:
@@ -47,25 +52,26 @@ class OutboxRelay:
         there the rows are read, published outside any transaction, then marked.
         """
         query = (
-            select(OutboxMessage)
-            .where(OutboxMessage.service == self.service, OutboxMessage.sent_at.is_(None))
-            .order_by(OutboxMessage.id)
+            select(OUTBOX.c.id, OUTBOX.c.topic, OUTBOX.c.key, OUTBOX.c.payload)
+            .where(OUTBOX.c.service == self.service, OUTBOX.c.sent_at.is_(None))
+            .order_by(OUTBOX.c.id)
             .limit(self.batch)
         )
         if self.db.engine.dialect.name == "postgresql":
-            with self.db.session() as s:
-                rows = list(s.scalars(query.with_for_update(skip_locked=True)))
+            with self.db.write() as conn:
+                rows = list(conn.execute(query.with_for_update(skip_locked=True)))
                 self._publish(rows)
-                self._mark_sent(s, rows)
+                self._mark_sent(conn, rows)
         else:
             with self.db.read() as s:
-                rows = list(s.scalars(query))
+                rows = list(s.execute(query))
             self._publish(rows)
-            with self.db.session() as s:
-                self._mark_sent(s, rows)
+            if rows:
+                with self.db.write() as conn:
+                    self._mark_sent(conn, rows)
         return len(rows)
 
-    def _publish(self, rows: list[OutboxMessage]) -> None:
+    def _publish(self, rows: list[Row]) -> None:
         if not rows:
             return
         producer = self._producer_or_none()
@@ -77,13 +83,20 @@ class OutboxRelay:
             f.get(timeout=10)  # raises if the broker did not take it: the rows stay unsent
 
     @staticmethod
-    def _mark_sent(s, rows: list[OutboxMessage]) -> None:
+    def _mark_sent(conn, rows: list[Row]) -> None:
         if rows:
-            s.execute(
-                update(OutboxMessage)
-                .where(OutboxMessage.id.in_([r.id for r in rows]))
-                .values(sent_at=utcnow())
+            conn.execute(
+                update(OUTBOX).where(OUTBOX.c.id.in_([r.id for r in rows])).values(sent_at=utcnow())
             )
+
+    def _maybe_new_rows(self) -> bool:
+        """False only when SQLite says no connection committed since the last look."""
+        if self.db.engine.dialect.name != "sqlite":
+            return True
+        if self._probe is None:
+            self._probe = self.db.commit_probe()
+            return True
+        return self._probe.changed()
 
     def sweep(self) -> list[str]:
         """Re-announces stranded jobs (see JobStore.requeue_stranded)."""
@@ -98,22 +111,27 @@ class OutboxRelay:
     def run(self) -> None:
         backoff = self.settings.relay_interval_s
         next_sweep = time.monotonic() + self.settings.requeue_after_s / 2
+        retry = True  # at start, and after a failure, query whatever the probe says
         while not self._stop.is_set():
             try:
                 if time.monotonic() >= next_sweep:
                     next_sweep = time.monotonic() + self.settings.requeue_after_s / 2
                     self.sweep()
-                sent = self.relay_once()
+                sent = 0
+                if self._wake.is_set() or self._maybe_new_rows() or retry:
+                    self._wake.clear()  # a notify after this finds its row in the query below
+                    sent = self.relay_once()
+                retry = False
                 backoff = self.settings.relay_interval_s
             except Exception as exc:  # noqa: BLE001 - broker or database down: retry, never die
                 log.warning("outbox relay for %s: %s; retrying", self.service, exc)
                 self._reset_producer()
                 self._recreate_topics()
                 sent = 0
+                retry = True
                 backoff = min(backoff * 2, 2.0)
             if not sent:
                 self._wake.wait(backoff)
-                self._wake.clear()
 
     def notify(self) -> None:
         """Called after a commit that wrote outbox rows: publish now, not at the next poll."""

@@ -4,6 +4,14 @@ SQLite is shared by many processes in the embedded stack: WAL mode lets readers
 run beside the writer, and every writing transaction starts with BEGIN IMMEDIATE
 so two writers queue on the busy timeout instead of failing on a lock upgrade;
 read-only sessions (`Database.read`) begin deferred and never wait for writers.
+`synchronous=NORMAL` under WAL syncs the log at checkpoints, not at every
+commit: a commit is durable once the process that made it returns (a crashed
+process loses nothing), and a power loss can only roll the database back to an
+earlier consistent commit, never corrupt it.
+
+The job path writes through Core connections (`Database.write`): a trivial job
+makes a handful of one-row transactions, and the ORM's unit of work would cost
+more than the database does.
 """
 from __future__ import annotations
 
@@ -11,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 SQLITE_BUSY_TIMEOUT_MS = 60_000
@@ -66,10 +74,56 @@ class Database:
             yield session
 
     @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A read-write transaction on a Core connection (commits on exit)."""
+        with self.engine.begin() as conn:
+            yield conn
+
+    def commit_probe(self) -> CommitProbe | None:
+        """A cheap "did anyone commit?" check, where the database has one (SQLite)."""
+        return CommitProbe(self.engine) if self.engine.dialect.name == "sqlite" else None
+
+    @contextmanager
     def read(self) -> Iterator[Session]:
         """A read-only transaction (never takes SQLite's write lock)."""
         with self._readers() as session, session.begin():
             yield session
 
+    @contextmanager
+    def read_rows(self) -> Iterator[Connection]:
+        """A read-only transaction on a Core connection, for hot reads of plain rows."""
+        with self.engine.connect().execution_options(**{READ_ONLY: True}) as conn, conn.begin():
+            yield conn
+
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+class CommitProbe:
+    """Tells whether another connection committed since the last look, without a query.
+
+    SQLite's `PRAGMA data_version` reads a counter kept in the shared WAL index:
+    a look costs microseconds and takes no lock, so a watcher can look every few
+    milliseconds and run its real query only after a commit. The probe holds one
+    pooled connection for its lifetime, in autocommit (no snapshot held open).
+    """
+
+    def __init__(self, engine: Engine):
+        self._conn = engine.raw_connection()
+        self._last = self._version()
+
+    def _version(self) -> int:
+        cur = self._conn.cursor()
+        try:
+            cur.execute("PRAGMA data_version")
+            return cur.fetchone()[0]
+        finally:
+            cur.close()
+
+    def changed(self) -> bool:
+        version = self._version()
+        changed, self._last = version != self._last, version
+        return changed
+
+    def close(self) -> None:
+        self._conn.close()

@@ -6,6 +6,11 @@ Each change also appends the job's next event (numbered by the job row's own
 counter, so concurrent writers cannot reuse a number) and an outbox row that
 the relay publishes to Kafka after the commit.
 
+The writes go through Core statements on one connection (`Database.write`):
+each is one short transaction whose guarded UPDATE returns what the rest of it
+needs (the event number, the job's identity), so a trivial job's whole life is
+four one-row writes by its worker and nothing is read back after a commit.
+
 A running job is owned by the execution holding its `run_token`; the owner
 heartbeats, and another execution may take over only when that heartbeat is
 older than the lease. Every write by an execution names its token (fencing).
@@ -35,9 +40,9 @@ from paperworks.shared.db.models import (
     utcnow,
 )
 from paperworks.shared.errors import InvalidArgument, NotFound
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import Connection, Row, Table, and_, func, insert, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
 
 EVENTS_TOPIC = "paperworks.events"
 DLQ_TOPIC = "paperworks.dlq"
@@ -49,9 +54,13 @@ CANCEL_REQUESTED = "CANCEL_REQUESTED"
 RETRYING = "RETRYING"
 
 
-def _update_job():
-    # ORM objects loaded earlier in a session are not re-synced: every read re-selects
-    return update(Job).execution_options(synchronize_session=False)
+JOBS: Table = Job.__table__
+EVENTS: Table = JobEvent.__table__
+OUTBOX: Table = OutboxMessage.__table__
+ARTIFACTS: Table = Artifact.__table__
+JOB_ARTIFACTS: Table = JobArtifact.__table__
+# what every guarded update returns: the event number it took and the job's identity
+_SEQ_AND_IDENTITY = (JOBS.c.event_seq, JOBS.c.service, JOBS.c.kind, JOBS.c.tenant)
 
 
 def jobs_topic(service: str) -> str:
@@ -64,8 +73,12 @@ class LeaseLost(Exception):
 
 @dataclass(frozen=True)
 class Acquired:
+    """This execution owns the job; `kind` and `params` come from the claiming update."""
+
     token: str
     attempt: int
+    kind: str
+    params: dict
 
 
 @dataclass(frozen=True)
@@ -85,9 +98,6 @@ class Gone:
 class JobStore:
     def __init__(self, db: Database):
         self.db = db
-        # (service, kind, tenant) never change after submit: the event payload reads them from
-        # here instead of re-selecting the job row for every event a worker writes.
-        self._identities: dict[str, tuple[str, str, str]] = {}
 
     # --- intake -----------------------------------------------------------------
 
@@ -99,47 +109,43 @@ class JobStore:
         params: dict,
         idempotency_key: str | None = None,
     ) -> tuple[Job, bool]:
-        """Writes the QUEUED job, its first event and its outbox row; or finds the keyed job."""
+        """Writes the QUEUED job, its first event and its outbox row; or finds the keyed job.
+
+        The returned Job holds exactly the values the transaction inserted (no read-back).
+        """
         key = idempotency_key or None
         if key:
             existing = self._find_keyed(tenant, service, key)
             if existing is not None:
                 return self._check_same_request(existing, kind, params), False
         job_id = f"{service}-{uuid.uuid4().hex}"
+        now = utcnow()
+        row = {
+            "id": job_id, "tenant": tenant, "service": service, "kind": kind, "state": QUEUED,
+            "params": params, "result": None, "error": None, "idempotency_key": key,
+            "progress_fraction": 0.0, "progress_stage": "", "progress_step": 0,
+            "progress_total": 0, "progress_message": "", "cancel_requested": False,
+            "attempts": 0, "run_token": None, "heartbeat_at": None, "dispatched_at": None,
+            "event_seq": 1, "created_at": now, "updated_at": now, "started_at": None,
+            "finished_at": None,
+        }
         try:
-            with self.db.session() as s:
-                now = utcnow()
-                job = Job(
-                    id=job_id,
-                    tenant=tenant,
-                    service=service,
-                    kind=kind,
-                    state=QUEUED,
-                    params=params,
-                    idempotency_key=key,
-                    created_at=now,
-                    updated_at=now,
-                )
-                s.add(job)
-                self._identities[job_id] = (service, kind, tenant)
-                s.flush()
-                self._append_event(s, job_id, STATE_CHANGED, QUEUED, {})
-                s.add(
-                    OutboxMessage(
-                        service=service,
-                        topic=jobs_topic(service),
-                        key=job_id,
-                        payload={"job_id": job_id, "service": service, "kind": kind},
-                    )
-                )
-                s.refresh(job)  # the row as committed (event_seq, server defaults), same transaction
+            with self.db.write() as conn:
+                conn.execute(insert(JOBS), row)
+                conn.execute(insert(OUTBOX), {
+                    "service": service, "topic": jobs_topic(service), "key": job_id,
+                    "payload": {"job_id": job_id, "service": service, "kind": kind},
+                    "created_at": now,
+                })
+                self._insert_event(conn, job_id, 1, (service, kind, tenant), STATE_CHANGED,
+                                   QUEUED, {}, now)
         except IntegrityError:
             # A concurrent submit with the same key won the race.
             existing = self._find_keyed(tenant, service, key) if key else None
             if existing is None:
                 raise
             return self._check_same_request(existing, kind, params), False
-        return job, True
+        return Job(**row), True
 
     def _find_keyed(self, tenant: str, service: str, key: str) -> Job | None:
         with self.db.read() as s:
@@ -159,6 +165,13 @@ class JobStore:
         return job
 
     # --- reads ------------------------------------------------------------------
+
+    def intake_view(self, job_id: str) -> Row | None:
+        """What the dispatcher needs to route an intake message: the job's service, kind, state."""
+        with self.db.read_rows() as conn:
+            return conn.execute(
+                select(JOBS.c.service, JOBS.c.kind, JOBS.c.state).where(JOBS.c.id == job_id)
+            ).first()
 
     def get(self, tenant: str | None, service: str | None, job_id: str) -> Job:
         """A job visible to `tenant` on `service`; NOT_FOUND otherwise (never 'forbidden')."""
@@ -213,13 +226,14 @@ class JobStore:
             next_token = _encode_token(jobs[-1])
         return jobs, next_token
 
-    def events_after(self, job_id: str, after_seq: int, limit: int = 500) -> list[JobEvent]:
-        with self.db.read() as s:
+    def events_after(self, job_id: str, after_seq: int, limit: int = 500) -> list[Row]:
+        """The job's events after `after_seq`, in order, as rows with JobEvent's columns."""
+        with self.db.read_rows() as conn:
             return list(
-                s.scalars(
-                    select(JobEvent)
-                    .where(JobEvent.job_id == job_id, JobEvent.seq > after_seq)
-                    .order_by(JobEvent.seq)
+                conn.execute(
+                    select(EVENTS)
+                    .where(EVENTS.c.job_id == job_id, EVENTS.c.seq > after_seq)
+                    .order_by(EVENTS.c.seq)
                     .limit(limit)
                 )
             )
@@ -229,53 +243,42 @@ class JobStore:
     def request_cancel(self, tenant: str, service: str, job_id: str) -> Job:
         """QUEUED jobs end CANCELLED now; RUNNING jobs are asked to stop at their next step."""
         self.get(tenant, service, job_id)
-        with self.db.session() as s:
-            if not self._cas(s, job_id, (QUEUED,), CANCELLED, {"finished_at": utcnow()}):
-                seq = s.scalar(
-                    _update_job()
-                    .where(Job.id == job_id, Job.state == RUNNING, Job.cancel_requested.is_(False))
-                    .values(cancel_requested=True, event_seq=Job.event_seq + 1, updated_at=utcnow())
-                    .returning(Job.event_seq)
-                )
-                if seq is not None:
-                    self._insert_event(s, job_id, seq, CANCEL_REQUESTED, RUNNING, {})
+        with self.db.write() as conn:
+            if not self._cas(conn, job_id, (QUEUED,), CANCELLED, {"finished_at": utcnow()}):
+                row = conn.execute(
+                    update(JOBS)
+                    .where(JOBS.c.id == job_id, JOBS.c.state == RUNNING,
+                           JOBS.c.cancel_requested.is_(False))
+                    .values(cancel_requested=True, event_seq=JOBS.c.event_seq + 1,
+                            updated_at=utcnow())
+                    .returning(*_SEQ_AND_IDENTITY)
+                ).first()
+                if row is not None:
+                    self._insert_event(conn, job_id, row[0], row[1:], CANCEL_REQUESTED, RUNNING, {})
         return self.get(tenant, service, job_id)
 
     # --- execution --------------------------------------------------------------
 
     def acquire(self, job_id: str, lease_s: float, max_attempts: int) -> Acquired | Busy | Gone:
-        """Claims the job for one execution: QUEUED, or RUNNING with an expired lease."""
+        """Claims the job for one execution: QUEUED, or RUNNING with an expired lease.
+
+        One guarded UPDATE claims it and returns its kind and parameters; only when it
+        matches nothing does a read tell why (finished, attempts used up, or held).
+        """
         token = uuid.uuid4().hex
         now = utcnow()
         stale = now - timedelta(seconds=lease_s)
-        with self.db.session() as s:
-            job = s.get(Job, job_id)
-            if job is None or job.state in TERMINAL_STATES:
-                return Gone(job.state if job else None)
-            if job.attempts >= max_attempts:
-                self._cas(
-                    s,
-                    job_id,
-                    (QUEUED, RUNNING),
-                    FAILED,
-                    {
-                        "finished_at": now,
-                        "run_token": None,
-                        "error": error_dict(
-                            "ABORTED", f"gave up after {job.attempts} attempts", retryable=True
-                        ),
-                    },
-                )
-                return Gone(FAILED)
-            row = s.execute(
-                _update_job()
+        with self.db.write() as conn:
+            row = conn.execute(
+                update(JOBS)
                 .where(
-                    Job.id == job_id,
+                    JOBS.c.id == job_id,
+                    JOBS.c.attempts < max_attempts,
                     or_(
-                        Job.state == QUEUED,
+                        JOBS.c.state == QUEUED,
                         and_(
-                            Job.state == RUNNING,
-                            or_(Job.heartbeat_at.is_(None), Job.heartbeat_at < stale),
+                            JOBS.c.state == RUNNING,
+                            or_(JOBS.c.heartbeat_at.is_(None), JOBS.c.heartbeat_at < stale),
                         ),
                     ),
                 )
@@ -283,30 +286,42 @@ class JobStore:
                     state=RUNNING,
                     run_token=token,
                     heartbeat_at=now,
-                    attempts=Job.attempts + 1,
-                    started_at=func.coalesce(Job.started_at, now),
+                    attempts=JOBS.c.attempts + 1,
+                    started_at=func.coalesce(JOBS.c.started_at, now),
                     updated_at=now,
-                    event_seq=Job.event_seq + 1,
+                    event_seq=JOBS.c.event_seq + 1,
                 )
-                .returning(Job.event_seq, Job.attempts)
+                .returning(*_SEQ_AND_IDENTITY, JOBS.c.attempts, JOBS.c.params)
             ).first()
-            if row is None:
-                age = (now - _aware(job.heartbeat_at)).total_seconds() if job.heartbeat_at else 0
-                return Busy(retry_in=max(0.2, lease_s - age))
-            seq, attempt = row
-            message = "started" if attempt == 1 else f"taken over (attempt {attempt})"
-            self._insert_event(s, job_id, seq, STATE_CHANGED, RUNNING, {"message": message})
-            return Acquired(token, attempt)
+            if row is not None:
+                seq, service, kind, tenant, attempt, params = row
+                message = "started" if attempt == 1 else f"taken over (attempt {attempt})"
+                self._insert_event(conn, job_id, seq, (service, kind, tenant), STATE_CHANGED,
+                                   RUNNING, {"message": message}, now)
+                return Acquired(token, attempt, kind, params)
+            job = conn.execute(
+                select(JOBS.c.state, JOBS.c.attempts, JOBS.c.heartbeat_at).where(JOBS.c.id == job_id)
+            ).first()
+            if job is None or job.state in TERMINAL_STATES:
+                return Gone(job.state if job else None)
+            if job.attempts >= max_attempts:
+                error = error_dict("ABORTED", f"gave up after {job.attempts} attempts",
+                                   retryable=True)
+                self._cas(conn, job_id, (QUEUED, RUNNING), FAILED,
+                          {"finished_at": now, "run_token": None, "error": error})
+                return Gone(FAILED)
+            age = (now - _aware(job.heartbeat_at)).total_seconds() if job.heartbeat_at else 0
+            return Busy(retry_in=max(0.2, lease_s - age))
 
     def mark_dispatched(self, job_id: str) -> None:
-        with self.db.session() as s:
-            s.execute(_update_job().where(Job.id == job_id).values(dispatched_at=utcnow()))
+        with self.db.write() as conn:
+            conn.execute(update(JOBS).where(JOBS.c.id == job_id).values(dispatched_at=utcnow()))
 
     def heartbeat(self, job_id: str, token: str) -> bool:
-        with self.db.session() as s:
-            result = s.execute(
-                _update_job()
-                .where(Job.id == job_id, Job.run_token == token, Job.state == RUNNING)
+        with self.db.write() as conn:
+            result = conn.execute(
+                update(JOBS)
+                .where(JOBS.c.id == job_id, JOBS.c.run_token == token, JOBS.c.state == RUNNING)
                 .values(heartbeat_at=utcnow())
             )
             return result.rowcount == 1
@@ -314,10 +329,10 @@ class JobStore:
     def report_progress(self, job_id: str, token: str, progress: dict) -> bool:
         """Records progress; returns whether cancellation was requested. LeaseLost if not owner."""
         now = utcnow()
-        with self.db.session() as s:
-            row = s.execute(
-                _update_job()
-                .where(Job.id == job_id, Job.run_token == token, Job.state == RUNNING)
+        with self.db.write() as conn:
+            row = conn.execute(
+                update(JOBS)
+                .where(JOBS.c.id == job_id, JOBS.c.run_token == token, JOBS.c.state == RUNNING)
                 .values(
                     progress_fraction=progress.get("fraction", 0.0),
                     progress_stage=progress.get("stage", ""),
@@ -326,45 +341,43 @@ class JobStore:
                     progress_message=progress.get("message", ""),
                     heartbeat_at=now,
                     updated_at=now,
-                    event_seq=Job.event_seq + 1,
+                    event_seq=JOBS.c.event_seq + 1,
                 )
-                .returning(Job.event_seq, Job.cancel_requested)
+                .returning(*_SEQ_AND_IDENTITY, JOBS.c.cancel_requested)
             ).first()
             if row is None:
                 raise LeaseLost(job_id)
-            seq, cancel = row
-            self._insert_event(s, job_id, seq, PROGRESS, RUNNING, {"progress": progress})
-            return bool(cancel)
+            self._insert_event(conn, job_id, row[0], row[1:4], PROGRESS, RUNNING,
+                               {"progress": progress}, now)
+            return bool(row[4])
 
     def attach_artifact(
         self, job_id: str, token: str, name: str, sha256: str, media_type: str, size: int
     ) -> None:
-        with self.db.session() as s:
-            seq = s.scalar(
-                _update_job()
-                .where(Job.id == job_id, Job.run_token == token, Job.state == RUNNING)
-                .values(event_seq=Job.event_seq + 1, updated_at=utcnow())
-                .returning(Job.event_seq)
-            )
-            if seq is None:
+        now = utcnow()
+        with self.db.write() as conn:
+            row = conn.execute(
+                update(JOBS)
+                .where(JOBS.c.id == job_id, JOBS.c.run_token == token, JOBS.c.state == RUNNING)
+                .values(event_seq=JOBS.c.event_seq + 1, updated_at=now)
+                .returning(*_SEQ_AND_IDENTITY)
+            ).first()
+            if row is None:
                 raise LeaseLost(job_id)
-            if s.get(Artifact, sha256) is None:
-                s.add(Artifact(sha256=sha256, size_bytes=size))
-                s.flush()
-            existing = s.scalar(
-                select(JobArtifact).where(JobArtifact.job_id == job_id, JobArtifact.name == name)
-            )
-            if existing is None:
-                s.add(
-                    JobArtifact(
-                        job_id=job_id, name=name, sha256=sha256, media_type=media_type,
-                        size_bytes=size,
-                    )
-                )
-            else:  # a takeover re-produces the same name: the last execution's bytes win
-                existing.sha256, existing.media_type, existing.size_bytes = sha256, media_type, size
+            dialect = _dialect(conn)
+            conn.execute(dialect.insert(ARTIFACTS)
+                         .values(sha256=sha256, size_bytes=size, created_at=now)
+                         .on_conflict_do_nothing())
+            # a takeover re-produces the same name: the last execution's bytes win
+            conn.execute(dialect.insert(JOB_ARTIFACTS)
+                         .values(job_id=job_id, name=name, sha256=sha256, media_type=media_type,
+                                 size_bytes=size)
+                         .on_conflict_do_update(
+                             index_elements=["job_id", "name"],
+                             set_={"sha256": sha256, "media_type": media_type, "size_bytes": size}))
             ref = {"sha256": sha256, "name": name, "media_type": media_type, "size_bytes": size}
-            self._insert_event(s, job_id, seq, ARTIFACT_ADDED, RUNNING, {"artifact": ref})
+            self._insert_event(conn, job_id, row[0], row[1:], ARTIFACT_ADDED, RUNNING,
+                               {"artifact": ref}, now)
 
     def finish(
         self,
@@ -376,36 +389,37 @@ class JobStore:
     ) -> bool:
         """The one write that ends an execution; only the lease holder's succeeds."""
         assert state in TERMINAL_STATES
-        with self.db.session() as s:
+        with self.db.write() as conn:
             values = {"finished_at": utcnow(), "run_token": None, "result": result, "error": error}
             if state == SUCCEEDED:
                 values.update(progress_fraction=1.0)
-            return self._cas(s, job_id, (RUNNING,), state, values, token=token)
+            return self._cas(conn, job_id, (RUNNING,), state, values, token=token)
 
     def release(self, job_id: str, token: str, message: str) -> bool:
         """Gives up the lease so a retry can take over at once (transient failure)."""
-        with self.db.session() as s:
-            seq = s.scalar(
-                _update_job()
-                .where(Job.id == job_id, Job.run_token == token, Job.state == RUNNING)
+        with self.db.write() as conn:
+            row = conn.execute(
+                update(JOBS)
+                .where(JOBS.c.id == job_id, JOBS.c.run_token == token, JOBS.c.state == RUNNING)
                 .values(
                     run_token=None,
                     heartbeat_at=None,
-                    event_seq=Job.event_seq + 1,
+                    event_seq=JOBS.c.event_seq + 1,
                     updated_at=utcnow(),
                 )
-                .returning(Job.event_seq)
-            )
-            if seq is None:
+                .returning(*_SEQ_AND_IDENTITY)
+            ).first()
+            if row is None:
                 return False
-            self._insert_event(s, job_id, seq, RETRYING, RUNNING, {"message": message})
+            self._insert_event(conn, job_id, row[0], row[1:], RETRYING, RUNNING,
+                               {"message": message})
             return True
 
     def fail_unclaimed(self, job_id: str, error: dict) -> bool:
         """Fails a job no execution owns (e.g. its kind is unknown to the worker)."""
-        with self.db.session() as s:
+        with self.db.write() as conn:
             return self._cas(
-                s, job_id, (QUEUED, RUNNING), FAILED, {"finished_at": utcnow(), "error": error}
+                conn, job_id, (QUEUED, RUNNING), FAILED, {"finished_at": utcnow(), "error": error}
             )
 
     # --- recovery -----------------------------------------------------------------
@@ -419,95 +433,73 @@ class JobStore:
         outbox row. A duplicate delivery is harmless: the claim is a compare-and-set.
         """
         now = utcnow()
-        waiting = and_(Job.state == QUEUED, Job.dispatched_at.is_(None),
-                       Job.updated_at < now - timedelta(seconds=queued_for_s))
-        stale = and_(Job.state == RUNNING,
-                     Job.heartbeat_at < now - timedelta(seconds=stale_lease_s),
-                     Job.updated_at < now - timedelta(seconds=stale_lease_s))
-        query = select(Job.id, Job.kind).where(Job.service == service, or_(waiting, stale)).limit(500)
-        with self.db.session() as s:
+        waiting = and_(JOBS.c.state == QUEUED, JOBS.c.dispatched_at.is_(None),
+                       JOBS.c.updated_at < now - timedelta(seconds=queued_for_s))
+        stale = and_(JOBS.c.state == RUNNING,
+                     JOBS.c.heartbeat_at < now - timedelta(seconds=stale_lease_s),
+                     JOBS.c.updated_at < now - timedelta(seconds=stale_lease_s))
+        query = (select(JOBS.c.id, JOBS.c.kind)
+                 .where(JOBS.c.service == service, or_(waiting, stale)).limit(500))
+        with self.db.write() as conn:
             if self.db.engine.dialect.name == "postgresql":
                 query = query.with_for_update(skip_locked=True)
-            rows = list(s.execute(query))
-            for job_id, kind in rows:
-                s.add(OutboxMessage(service=service, topic=jobs_topic(service), key=job_id,
-                                    payload={"job_id": job_id, "service": service, "kind": kind,
-                                             "requeued": True}))
+            rows = list(conn.execute(query))
             if rows:
-                s.execute(_update_job().where(Job.id.in_([r[0] for r in rows]))
-                          .values(updated_at=now))
+                conn.execute(insert(OUTBOX), [
+                    {"service": service, "topic": jobs_topic(service), "key": job_id,
+                     "payload": {"job_id": job_id, "service": service, "kind": kind,
+                                 "requeued": True}, "created_at": now}
+                    for job_id, kind in rows
+                ])
+                conn.execute(update(JOBS).where(JOBS.c.id.in_([r[0] for r in rows]))
+                             .values(updated_at=now))
         return [r[0] for r in rows]
 
     # --- internals --------------------------------------------------------------
 
     def _cas(
         self,
-        s: Session,
+        conn: Connection,
         job_id: str,
         from_states: tuple[str, ...],
         to_state: str,
         values: dict,
         token: str | None = None,
     ) -> bool:
-        conditions = [Job.id == job_id, Job.state.in_(from_states)]
+        conditions = [JOBS.c.id == job_id, JOBS.c.state.in_(from_states)]
         if token is not None:
-            conditions.append(Job.run_token == token)
-        seq = s.scalar(
-            _update_job()
+            conditions.append(JOBS.c.run_token == token)
+        row = conn.execute(
+            update(JOBS)
             .where(*conditions)
-            .values(state=to_state, updated_at=utcnow(), event_seq=Job.event_seq + 1, **values)
-            .returning(Job.event_seq)
-        )
-        if seq is None:
+            .values(state=to_state, updated_at=utcnow(), event_seq=JOBS.c.event_seq + 1, **values)
+            .returning(*_SEQ_AND_IDENTITY)
+        ).first()
+        if row is None:
             return False
-        payload = {}
-        if values.get("error"):
-            payload["error"] = values["error"]
-        self._insert_event(s, job_id, seq, STATE_CHANGED, to_state, payload)
+        payload = {"error": values["error"]} if values.get("error") else {}
+        self._insert_event(conn, job_id, row[0], row[1:], STATE_CHANGED, to_state, payload)
         return True
 
-    def _append_event(self, s: Session, job_id: str, type_: str, state: str, payload: dict) -> None:
-        seq = s.scalar(
-            _update_job()
-            .where(Job.id == job_id)
-            .values(event_seq=Job.event_seq + 1)
-            .returning(Job.event_seq)
-        )
-        self._insert_event(s, job_id, seq, type_, state, payload)
+    @staticmethod
+    def _insert_event(conn: Connection, job_id: str, seq: int, identity: tuple[str, str, str],
+                      type_: str, state: str, payload: dict, now: datetime | None = None) -> None:
+        """Appends event `seq` (taken by the caller's guarded update) and its outbox row."""
+        now = now or utcnow()
+        service, kind, tenant = identity
+        conn.execute(insert(EVENTS), {"job_id": job_id, "seq": seq, "type": type_,
+                                      "state": state, "payload": payload, "created_at": now})
+        conn.execute(insert(OUTBOX), {
+            "service": service, "topic": EVENTS_TOPIC, "key": job_id, "created_at": now,
+            "payload": {"job_id": job_id, "service": service, "kind": kind, "tenant": tenant,
+                        "seq": seq, "type": type_, "state": state, "time": now.isoformat(),
+                        **payload},
+        })
 
-    def _identity(self, s: Session, job_id: str) -> tuple[str, str, str]:
-        identity = self._identities.get(job_id)
-        if identity is None:
-            row = s.execute(select(Job.service, Job.kind, Job.tenant).where(Job.id == job_id)).one()
-            identity = tuple(row)
-            if len(self._identities) >= 4096:
-                self._identities.clear()
-            self._identities[job_id] = identity
-        return identity
 
-    def _insert_event(self, s: Session, job_id: str, seq: int, type_: str, state: str, payload: dict):
-        now = utcnow()
-        s.add(JobEvent(job_id=job_id, seq=seq, type=type_, state=state, payload=payload,
-                       created_at=now))
-        service, kind, tenant = self._identity(s, job_id)
-        s.add(
-            OutboxMessage(
-                service=service,
-                topic=EVENTS_TOPIC,
-                key=job_id,
-                payload={
-                    "job_id": job_id,
-                    "service": service,
-                    "kind": kind,
-                    "tenant": tenant,
-                    "seq": seq,
-                    "type": type_,
-                    "state": state,
-                    "time": now.isoformat(),
-                    **payload,
-                },
-            )
-        )
+def _dialect(conn: Connection):
+    """The dialect module whose INSERT has ON CONFLICT (both databases the store runs on)."""
+    return postgresql if conn.dialect.name == "postgresql" else sqlite
 
 
 def error_dict(code: str, message: str, field: str | None = None, retryable: bool = False,

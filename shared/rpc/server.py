@@ -1,5 +1,6 @@
 """Boots one service's gRPC server: its servicer, JobService, health, reflection,
-auth, metrics, message limits, the outbox relay, and a graceful drain on SIGTERM.
+auth, metrics, message limits, TLS when configured, the outbox relay, and a
+graceful drain on SIGTERM.
 """
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from grpc_reflection.v1alpha import reflection
 from paperworks.shared.config import Settings
 from paperworks.shared.registry import ServiceSpec, load
 from paperworks.shared.rpc.auth import AuthInterceptor
+from paperworks.shared.rpc.decode import DecodeInterceptor
 from paperworks.shared.rpc.jobs_servicer import JobServicer
 from paperworks.shared.rpc.metrics import MetricsInterceptor
 from paperworks.shared.rpc.runtime import ServiceRuntime
+from paperworks.shared.rpc.tls import server_credentials
 from paperworks.v1 import jobs_pb2, jobs_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -33,7 +36,7 @@ async def build_server(settings: Settings, spec: ServiceSpec, port: int | None =
     """Returns (server, bound port, runtime, health servicer); not yet started."""
     rt = ServiceRuntime.create(settings, spec)
     server = grpc.aio.server(
-        interceptors=[MetricsInterceptor(spec.name), AuthInterceptor(rt.auth)],
+        interceptors=[MetricsInterceptor(spec.name), AuthInterceptor(rt.auth), DecodeInterceptor()],
         options=server_options(settings),
     )
     grpc_module = __import__(spec.grpc_module, fromlist=["_"])
@@ -51,9 +54,12 @@ async def build_server(settings: Settings, spec: ServiceSpec, port: int | None =
         reflection.SERVICE_NAME,
     )
     reflection.enable_server_reflection(names, server)
-    bound = server.add_insecure_port(
-        f"{settings.grpc_host}:{settings.grpc_port if port is None else port}"
-    )
+    address = f"{settings.grpc_host}:{settings.grpc_port if port is None else port}"
+    credentials = server_credentials(settings)
+    if credentials is None:
+        bound = server.add_insecure_port(address)
+    else:
+        bound = server.add_secure_port(address, credentials)
     if bound == 0:
         raise OSError(f"cannot bind {settings.grpc_host}:{settings.grpc_port}: port in use")
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)

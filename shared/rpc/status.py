@@ -1,7 +1,10 @@
 """Maps the platform's exceptions to gRPC status codes, in one place.
 
 Errors leave the server as a google.rpc.Status with a BadRequest detail naming
-each offending field, so any client can read the field, not only ours.
+each offending field (a QuotaFailure detail for a tenant at its limit), so any
+client can read them, not only ours. A database that cannot be reached is
+UNAVAILABLE (retryable), never INTERNAL: repeating the call is safe (a submit
+repeated with its idempotency key never makes two jobs).
 """
 from __future__ import annotations
 
@@ -13,7 +16,8 @@ import grpc
 from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
-from paperworks.shared.errors import InvalidArgument, PaperworksError
+from paperworks.shared.errors import InvalidArgument, PaperworksError, QuotaExceeded, Unavailable
+from sqlalchemy import exc as sa_exc
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +38,27 @@ def to_rich_status(exc: PaperworksError) -> grpc.Status:
         packed = any_pb2.Any()
         packed.Pack(bad)
         detail.details.append(packed)
+    if isinstance(exc, QuotaExceeded):
+        quota = error_details_pb2.QuotaFailure(
+            violations=[error_details_pb2.QuotaFailure.Violation(subject=exc.subject,
+                                                                 description=exc.message)]
+        )
+        packed = any_pb2.Any()
+        packed.Pack(quota)
+        detail.details.append(packed)
     return rpc_status.to_status(detail)
+
+
+# The database is down, restarting or unreachable (connection refused or lost, pool
+# exhausted, SQLite busy past its timeout): the caller should try again.
+DATABASE_UNREACHABLE = (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)
+
+
+def as_platform_error(exc: Exception) -> PaperworksError:
+    if isinstance(exc, DATABASE_UNREACHABLE):
+        log.warning("database unreachable: %s", str(exc).splitlines()[0])
+        return Unavailable("the job database is unreachable; retry the call")
+    return exc
 
 
 async def abort_with(context: grpc.aio.ServicerContext, exc: PaperworksError):
@@ -50,8 +74,8 @@ def rpc_method(func):
             try:
                 async for item in func(self, request, context):
                     yield item
-            except PaperworksError as exc:
-                await abort_with(context, exc)
+            except (PaperworksError, *DATABASE_UNREACHABLE) as exc:
+                await abort_with(context, as_platform_error(exc))
 
         return stream
 
@@ -59,8 +83,8 @@ def rpc_method(func):
     async def unary(self, request, context):
         try:
             return await func(self, request, context)
-        except PaperworksError as exc:
-            await abort_with(context, exc)
+        except (PaperworksError, *DATABASE_UNREACHABLE) as exc:
+            await abort_with(context, as_platform_error(exc))
 
     return unary
 

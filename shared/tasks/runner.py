@@ -8,8 +8,12 @@ can end the job.
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from paperworks.shared.artifacts import ArtifactStore
@@ -18,6 +22,8 @@ from paperworks.shared.db.models import CANCELLED, FAILED, SUCCEEDED
 from paperworks.shared.errors import PaperworksError
 from paperworks.shared.registry import ServiceSpec, load
 from paperworks.shared.tasks.context import JobCancelled, JobContext
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 log = logging.getLogger(__name__)
 
@@ -41,30 +47,67 @@ class Outcome:
     detail: str = ""
 
 
-class Heartbeat:
-    """Keeps the lease alive while a handler is inside one long step."""
+class Heartbeats:
+    """One thread per worker process keeps the leases of its running jobs alive.
 
-    def __init__(self, store: JobStore, job_id: str, token: str, interval_s: float):
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, args=(store, job_id, token, interval_s), daemon=True
-        )
+    Starting and joining a thread per job would cost more than a trivial job's own
+    work; this thread starts with the first job of a (forked) worker process and
+    renews each registered lease every `interval_s` (a third of the lease).
+    """
 
-    def _run(self, store: JobStore, job_id: str, token: str, interval_s: float) -> None:
-        while not self._stop.wait(interval_s):
-            try:
-                if not store.heartbeat(job_id, token):
-                    return
-            except Exception as exc:  # noqa: BLE001 - the next progress write reports it
-                log.warning("heartbeat for %s failed: %s", job_id, exc)
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._jobs: dict[str, _Beat] = {}
+        self._owner_pid: int | None = None
 
-    def __enter__(self):
-        self._thread.start()
-        return self
+    @contextmanager
+    def keep(self, store: JobStore, job_id: str, token: str, interval_s: float) -> Iterator[None]:
+        beat = _Beat(store, token, interval_s, time.monotonic() + interval_s)
+        with self._cond:
+            if self._owner_pid != os.getpid():  # threads do not survive a fork: start ours
+                self._owner_pid = os.getpid()
+                threading.Thread(target=self._run, name="lease-heartbeats", daemon=True).start()
+            self._jobs[job_id] = beat
+            self._cond.notify()
+        try:
+            yield
+        finally:
+            with self._cond:
+                if self._jobs.get(job_id) is beat:
+                    del self._jobs[job_id]
 
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join(timeout=5)
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                now = time.monotonic()
+                due = [(job_id, b) for job_id, b in self._jobs.items() if b.due <= now]
+                if not due:
+                    next_due = min((b.due for b in self._jobs.values()), default=None)
+                    self._cond.wait(None if next_due is None else next_due - now)
+                    continue
+                for _, b in due:
+                    b.due = now + b.interval_s
+            for job_id, b in due:
+                try:
+                    alive = b.store.heartbeat(job_id, b.token)
+                except Exception as exc:  # noqa: BLE001 - the next progress write reports it
+                    log.warning("heartbeat for %s failed: %s", job_id, exc)
+                    continue
+                if not alive:  # finished, or another execution took over: stop renewing
+                    with self._cond:
+                        if self._jobs.get(job_id) is b:
+                            del self._jobs[job_id]
+
+
+@dataclass
+class _Beat:
+    store: JobStore
+    token: str
+    interval_s: float
+    due: float
+
+
+HEARTBEATS = Heartbeats()
 
 
 def run_job(
@@ -76,23 +119,31 @@ def run_job(
     max_attempts: int,
     retries_left: int,
 ) -> Outcome:
-    claim = store.acquire(job_id, lease_s, max_attempts)
+    try:
+        claim = store.acquire(job_id, lease_s, max_attempts)
+    except DBAPIError as exc:
+        # The job is QUEUED and already handed to Celery: failing this task would strand it
+        # (the relay's sweep re-announces only jobs never dispatched), so try again later.
+        raise RetryLater(0, f"claiming job {job_id} failed: {exc}") from exc
     if isinstance(claim, Busy):
         raise RetryLater(claim.retry_in, f"job {job_id} is held by a live execution")
     if not isinstance(claim, Acquired):
         return Outcome(claim.state, "nothing to run")
-    job = store.get(None, spec.name, job_id)
     ctx = JobContext(job_id, claim.token, claim.attempt, store, artifacts)
     try:
-        kind = spec.kind(job.kind)
-        params = kind.params.model_validate(job.params)
+        kind = spec.kind(claim.kind)
+        params = kind.params.model_validate(claim.params)
         handler = load(kind.handler)
-        with Heartbeat(store, job_id, claim.token, lease_s / 3):
+        with HEARTBEATS.keep(store, job_id, claim.token, lease_s / 3):
             result = handler(params, ctx)
         ended = store.finish(job_id, claim.token, SUCCEEDED, result=result or {})
         return Outcome(SUCCEEDED if ended else None)
     except LeaseLost:
         return Outcome(None, "lease lost: another execution owns the job")
+    except (OperationalError, InterfaceError, PoolTimeout) as exc:
+        # The database is unreachable, not the job at fault: the lease runs out and a later
+        # delivery takes the job over. (Not DBAPIError: that would retry handler bugs too.)
+        raise RetryLater(lease_s, f"database unreachable during job {job_id}: {exc}") from exc
     except JobCancelled:
         store.finish(job_id, claim.token, CANCELLED)
         return Outcome(CANCELLED)

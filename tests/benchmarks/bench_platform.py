@@ -6,23 +6,31 @@
 - job: end-to-end latency of a trivial job (submit → SUCCEEDED seen through
   WatchJob: outbox relay → Kafka → dispatcher → Celery → worker → DB), next to a
   bare Celery round trip (send a no-op task, wait for its result) on the same
-  Redis broker.
+  Redis broker, the two interleaved one by one once the submit benchmark's jobs
+  have drained. Where the job's time goes is split into hops by the timestamps
+  the stack writes anyway (job row, outbox sent_at, dispatched_at, each event)
+  and the client's own clock; all processes share one machine clock.
 
 Writes tests/benchmarks/results/platform.json.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import grpc
+from sqlalchemy import create_engine, text
 
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results" / "platform.json"
@@ -88,7 +96,8 @@ async def platform_submit(addr: str, clients: int) -> dict:
         return await drive(lambda: stub.SubmitDigest(request, metadata=metadata), clients, CALLS)
 
 
-def bare_celery(broker_url: str) -> dict:
+@contextlib.contextmanager
+def bare_celery(broker_url: str) -> Iterator[Callable[[], None]]:
     """A no-op task's round trip through the same kind of Redis broker, with a real worker."""
     code = (
         "from celery import Celery\n"
@@ -109,33 +118,92 @@ def bare_celery(broker_url: str) -> dict:
             import bareapp
 
             bareapp.noop.delay().get(timeout=60)  # warm
-            lat = []
-            start = time.perf_counter()
-            for _ in range(JOBS):
-                t = time.perf_counter()
-                bareapp.noop.delay().get(timeout=30, interval=0.001)
-                lat.append(time.perf_counter() - t)
-            return summarize(lat, time.perf_counter() - start)
+            yield lambda: bareapp.noop.delay().get(timeout=30, interval=0.001)
         finally:
             worker.terminate()
             worker.wait(timeout=30)
 
 
-def platform_job(client: Client) -> dict:
-    client.wait(client.submit("ops", "digest", seed=0, steps=1, rounds_per_step=1).id)  # warm
-    lat = []
-    start = time.perf_counter()
+def drain(client: Client, timeout_s: float = 900) -> None:
+    """Waits until the submit benchmark's jobs have all run: the job latency is an idle stack's."""
+    deadline = time.monotonic() + timeout_s
+    while client.list("ops", states=["QUEUED", "RUNNING"], page_size=1)[0]:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the submitted jobs did not drain")
+        time.sleep(0.5)
+
+
+def platform_job(client: Client, seed: int) -> tuple[str, float, float, float]:
+    """One trivial job: (id, wall clock at submit, at the reply, at SUCCEEDED seen)."""
+    submitted = time.time()
+    job = client.submit("ops", "digest", seed=seed, steps=1, rounds_per_step=1)
+    replied = time.time()
+    for _ in client.watch(job.id, timeout=60):
+        pass
+    return job.id, submitted, replied, time.time()
+
+
+def trivial_jobs(client: Client, bare_round_trip: Callable[[], None]) -> tuple[dict, dict, list]:
+    """Bare Celery round trips and trivial jobs, interleaved so both meet the same machine load."""
+    drain(client)
+    platform_job(client, 0)  # warm
+    bare, ours, marks = [], [], []
     for i in range(JOBS):
-        t = time.perf_counter()
-        job = client.submit("ops", "digest", seed=i, steps=1, rounds_per_step=1)
-        for _ in client.watch(job.id, timeout=60):
-            pass
-        lat.append(time.perf_counter() - t)
-    return summarize(lat, time.perf_counter() - start)
+        for which in (("bare", "ours") if i % 2 else ("ours", "bare")):
+            t = time.perf_counter()
+            if which == "bare":
+                bare_round_trip()
+                bare.append(time.perf_counter() - t)
+            else:
+                marks.append(platform_job(client, i + 1))
+                ours.append(time.perf_counter() - t)
+    return summarize(bare, sum(bare)), summarize(ours, sum(ours)), marks
+
+
+HOPS = (
+    ("submit RPC (client → reply)", "submitted", "replied"),
+    ("outbox relay (job row → intake published)", "row", "published"),
+    ("Kafka + dispatcher (published → handed to Celery)", "published", "dispatched"),
+    ("Celery delivery + claim (handed → RUNNING)", "dispatched", "claimed"),
+    ("worker: claim → progress written", "claimed", "progress"),
+    ("worker: progress → artifact attached", "progress", "artifact"),
+    ("worker: artifact → SUCCEEDED", "artifact", "finished"),
+    ("WatchJob (SUCCEEDED committed → client saw it)", "finished", "seen"),
+)
+
+
+def _epoch(value) -> float:
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def job_hops(database_url: str, marks: list[tuple[str, float, float, float]]) -> dict:
+    """Median milliseconds of each hop, from the rows the jobs left in the database."""
+    engine = create_engine(database_url)
+    spans: dict[str, list[float]] = {name: [] for name, _, _ in HOPS}
+    with engine.connect() as conn:
+        for job_id, submitted, replied, seen in marks:
+            job = conn.execute(text("SELECT created_at, dispatched_at FROM jobs WHERE id = :id"),
+                               {"id": job_id}).one()
+            published = conn.execute(text(
+                "SELECT min(sent_at) FROM outbox WHERE key = :id AND topic LIKE '%.jobs'"),
+                {"id": job_id}).scalar()
+            events = {f"{t}:{s}": _epoch(at) for t, s, at in conn.execute(text(
+                "SELECT type, state, created_at FROM job_events WHERE job_id = :id"), {"id": job_id})}
+            at = {"submitted": submitted, "replied": replied, "row": _epoch(job.created_at),
+                  "published": _epoch(published), "dispatched": _epoch(job.dispatched_at),
+                  "claimed": events["STATE_CHANGED:RUNNING"], "progress": events["PROGRESS:RUNNING"],
+                  "artifact": events["ARTIFACT_ADDED:RUNNING"],
+                  "finished": events["STATE_CHANGED:SUCCEEDED"], "seen": seen}
+            for name, start, end in HOPS:
+                spans[name].append(1000 * (at[end] - at[start]))
+    engine.dispose()
+    return {name: statistics.median(values) for name, values in spans.items()}
 
 
 def main() -> dict:
-    results: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()}}
+    results: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                                 "load_avg_1min_at_start": os.getloadavg()[0]}}
     with tempfile.TemporaryDirectory() as tmp:
         stack = start_stack(Path(tmp), PAPERWORKS_LOG_LEVEL="WARNING")
         try:
@@ -149,12 +217,13 @@ def main() -> dict:
                     "throughput_ratio": ours["per_s"] / bare["per_s"],
                 }
             broker = stack.state.env["PAPERWORKS_CELERY_BROKER_URL"].rsplit("/", 1)[0] + "/5"
-            bare = bare_celery(broker)
-            with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as client:
-                ours = platform_job(client)
+            with bare_celery(broker) as round_trip, \
+                    Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as client:
+                bare, ours, marks = trivial_jobs(client, round_trip)
             results["trivial_job"] = {
                 "bare_celery": bare, "platform": ours,
                 "p50_ratio": ours["p50_ms"] / bare["p50_ms"],
+                "hops_p50_ms": job_hops(stack.database_url, marks),
             }
         finally:
             stack.down()
@@ -179,6 +248,8 @@ def table(results: dict) -> str:
         f"| trivial job submit → SUCCEEDED: p50 / p99 ms | bare Celery round trip "
         f"{j['bare_celery']['p50_ms']:.1f} / {j['bare_celery']['p99_ms']:.1f} | "
         f"{j['platform']['p50_ms']:.1f} / {j['platform']['p99_ms']:.1f} | {j['p50_ratio']:.1f}x (p50) |")
+    rows += ["", "| trivial job, hop | p50 ms |", "|---|---|"]
+    rows += [f"| {name} | {ms:.1f} |" for name, ms in j["hops_p50_ms"].items()]
     return "\n".join(rows)
 
 

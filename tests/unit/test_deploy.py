@@ -80,3 +80,26 @@ def test_dockerfile_is_multistage_pinned_nonroot_and_its_sources_exist():
         assert ":" in image and not image.endswith(":latest"), image
     assert text.count("USER 10001") == 2 and "torch==2.13.0" in text
     assert Path(ROOT / ".dockerignore").exists()
+
+
+def test_servers_are_health_checked_and_everything_waits_for_migrations():
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    for name in services():
+        assert compose[f"{name}-server"]["healthcheck"]["test"][1:3] == ["paperworks", "probe"]
+        for role in ("server", "dispatcher", "worker", "worker-cpu"):
+            container = compose[f"{name}-{role}"]
+            assert container["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+            assert "artifacts:/var/lib/paperworks/artifacts" in container["volumes"]
+        docs = {(d["kind"], d["metadata"]["name"]): d
+                for d in yaml.safe_load_all((ROOT / f"infra/k8s/{name}.yaml").read_text())}
+        [server] = docs[("Deployment", f"{name}-server")]["spec"]["template"]["spec"]["containers"]
+        assert server["readinessProbe"]["grpc"] and server["livenessProbe"]["grpc"]
+        assert docs[("HorizontalPodAutoscaler", f"{name}-worker")]["spec"]["scaleTargetRef"]["name"] \
+            == f"{name}-worker"
+    assert {"pgdata", "kafka-data", "artifacts"} <= set(
+        yaml.safe_load((ROOT / "docker-compose.yml").read_text())["volumes"])
+
+
+def test_a_database_that_stops_answering_cannot_hang_calls():
+    """psycopg waits forever for a blackholed connect unless the URL bounds it."""
+    assert "connect_timeout=" in COMMON_ENV["PAPERWORKS_DATABASE_URL"]

@@ -156,3 +156,19 @@ def test_stranded_jobs_are_announced_again(store):
         intake = s.query(OutboxMessage).filter_by(key=lost.id, topic="paperworks.ops.jobs").count()
     assert intake == 2
     assert store.requeue_stranded("ops", queued_for_s=0.2, stale_lease_s=0.2) == []  # not twice at once
+
+
+def test_a_takeover_reattaching_an_artifact_name_keeps_one_reference_to_the_last_bytes(store):
+    job, _ = submit(store)
+    first = store.acquire(job.id, lease_s=0.2, max_attempts=5)
+    store.attach_artifact(job.id, first.token, "out.json", "a" * 64, "application/json", 3)
+    time.sleep(0.3)
+    second = store.acquire(job.id, lease_s=0.2, max_attempts=5)
+    with pytest.raises(LeaseLost):
+        store.attach_artifact(job.id, first.token, "out.json", "c" * 64, "application/json", 9)
+    store.attach_artifact(job.id, second.token, "out.json", "b" * 64, "application/json", 4)
+    store.attach_artifact(job.id, second.token, "other.json", "a" * 64, "application/json", 3)
+    refs = {a.name: (a.sha256, a.size_bytes) for a in store.artifacts(job.id)}
+    assert refs == {"out.json": ("b" * 64, 4), "other.json": ("a" * 64, 3)}
+    seqs = [e.seq for e in store.events_after(job.id, 0)]
+    assert seqs == list(range(1, len(seqs) + 1))

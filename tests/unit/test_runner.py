@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import sys
+import threading
+import time
 import types
 
 import pytest
@@ -9,8 +11,9 @@ from celery.exceptions import SoftTimeLimitExceeded
 from paperworks.shared.artifacts import ArtifactStore
 from paperworks.shared.errors import InvalidArgument
 from paperworks.shared.registry import JobKind, ServiceSpec
-from paperworks.shared.tasks.runner import RetryLater, TransientError, run_job
+from paperworks.shared.tasks.runner import HEARTBEATS, RetryLater, TransientError, run_job
 from pydantic import BaseModel
+from sqlalchemy.exc import OperationalError
 
 
 class Params(BaseModel):
@@ -92,3 +95,36 @@ def test_cancel_requested_while_running_ends_cancelled(store, tmp_path):
     outcome = run_job(SPEC, job.id, store, ArtifactStore(tmp_path), 30, 5, 3)
     assert outcome.state == "CANCELLED"
     assert store.get(None, "ops", job.id).state == "CANCELLED"
+
+
+def test_unreachable_database_at_claim_retries_the_task_instead_of_losing_the_job(store, tmp_path):
+    job, _ = store.submit("t", "ops", "k", {"mode": "ok"})
+    original = store.acquire
+
+    def database_down(*_args):
+        raise OperationalError("UPDATE jobs ...", {}, ConnectionError("server closed the connection"))
+
+    store.acquire = database_down
+    with pytest.raises(RetryLater):
+        run_job(SPEC, job.id, store, ArtifactStore(tmp_path), 30, 5, 3)
+    assert store.get(None, "ops", job.id).state == "QUEUED"
+    store.acquire = original
+    assert run_job(SPEC, job.id, store, ArtifactStore(tmp_path), 30, 5, 3).state == "SUCCEEDED"
+
+
+def test_one_heartbeat_thread_renews_every_running_lease(store, tmp_path):
+    jobs = [store.submit("t", "ops", "k", {"mode": "ok"})[0].id for _ in range(2)]
+    claims = [store.acquire(job_id, lease_s=30, max_attempts=5) for job_id in jobs]
+
+    def beats():
+        return [store.get(None, "ops", job_id).heartbeat_at for job_id in jobs]
+
+    before = beats()
+    threads = threading.active_count()
+    with HEARTBEATS.keep(store, jobs[0], claims[0].token, 0.05), \
+            HEARTBEATS.keep(store, jobs[1], claims[1].token, 0.05):
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and set(beats()) & set(before):
+            time.sleep(0.02)
+        assert threading.active_count() <= threads + 1
+    assert not set(beats()) & set(before)

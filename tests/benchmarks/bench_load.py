@@ -1,0 +1,280 @@
+"""Load: 10,000 jobs from 16 concurrent clients on the embedded stack.
+
+Every job must reach a terminal state, none lost (each submitted id is in the
+database) and none duplicated (one job per submit, one terminal event per job,
+one result artifact per job). Measured: submit throughput and p50/p99 submit
+latency over gRPC, time to drain (last submit → last job terminal), and the peak
+resident memory of each process of the stack, sampled every 0.25 s.
+
+Baselines from the same run: a bare grpc.aio unary call with the same 16 clients
+(what gRPC alone costs on this machine), and a bare Celery drain of no-op tasks
+through the same kind of Redis broker with the same worker concurrency (what the
+task queue alone costs).
+
+Writes tests/benchmarks/results/load.json.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import grpc
+import psutil
+
+ROOT = Path(__file__).resolve().parent
+RESULTS = ROOT / "results" / "load.json"
+sys.path.insert(0, str(ROOT.parent))
+
+from paperworks.shared.client import AsyncClient  # noqa: E402
+from paperworks.shared.db.engine import Database  # noqa: E402
+from paperworks.shared.db.models import (  # noqa: E402
+    TERMINAL_STATES,
+    Job,
+    JobArtifact,
+    JobEvent,
+)
+from sqlalchemy import func, select  # noqa: E402
+from support import TOKENS, start_stack  # noqa: E402
+
+JOBS = int(os.environ.get("BENCH_LOAD_JOBS", "10000"))
+CLIENTS = int(os.environ.get("BENCH_LOAD_CLIENTS", "16"))
+CONCURRENCY = int(os.environ.get("BENCH_LOAD_WORKER_CONCURRENCY", "2"))
+BARE_TASKS = int(os.environ.get("BENCH_LOAD_BARE_TASKS", "2000"))
+DRAIN_TIMEOUT_S = float(os.environ.get("BENCH_LOAD_DRAIN_TIMEOUT_S", "3600"))
+
+
+def percentiles(latencies: list[float]) -> dict:
+    lat = sorted(latencies)
+    return {"p50_ms": 1000 * lat[len(lat) // 2],
+            "p99_ms": 1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))]}
+
+
+class PeakMemory:
+    """Peak RSS per stack component (a worker pool: its parent and task processes summed)."""
+
+    def __init__(self, pids: dict[str, int], interval_s: float = 0.25):
+        self.pids = {**pids, "bench client": os.getpid()}
+        self.peak_mb = dict.fromkeys(self.pids, 0.0)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(interval_s,), daemon=True)
+
+    def _rss(self, pid: int) -> float:
+        try:
+            proc = psutil.Process(pid)
+            tree = [proc] + (proc.children(recursive=True) if pid != os.getpid() else [])
+            return sum(p.memory_info().rss for p in tree) / 2**20
+        except psutil.Error:
+            return 0.0
+
+    def _run(self, interval_s: float) -> None:
+        while not self._stop.wait(interval_s):
+            for name, pid in self.pids.items():
+                self.peak_mb[name] = max(self.peak_mb[name], self._rss(pid))
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+async def submit_all(endpoints: dict[str, str]) -> tuple[list[str], list[float], float, int]:
+    latencies: list[float] = []
+    ids: list[str] = []
+    retried = 0
+
+    async def one_client(n: int, seed0: int):
+        nonlocal retried
+        async with AsyncClient(endpoints=endpoints, token=TOKENS["alice"]) as client:
+            for i in range(n):
+                start = time.perf_counter()
+                while True:
+                    try:
+                        job = await client.submit("ops", "digest", seed=seed0 + i, steps=1,
+                                                  rounds_per_step=1)
+                        break
+                    except grpc.aio.AioRpcError as exc:  # retryable only; anything else fails the run
+                        if exc.code() != grpc.StatusCode.UNAVAILABLE:
+                            raise
+                        retried += 1
+                        await asyncio.sleep(0.1)
+                latencies.append(time.perf_counter() - start)
+                ids.append(job.id)
+
+    per_client = [JOBS // CLIENTS + (1 if c < JOBS % CLIENTS else 0) for c in range(CLIENTS)]
+    start = time.perf_counter()
+    await asyncio.gather(*(one_client(n, 1_000_000 * c) for c, n in enumerate(per_client)))
+    return ids, latencies, time.perf_counter() - start, retried
+
+
+def drain(db: Database, total: int) -> tuple[float, list[tuple[float, int]]]:
+    """Seconds until every job is terminal, with (t, terminal count) samples."""
+    start = time.perf_counter()
+    samples = []
+    while True:
+        with db.read() as s:
+            done = s.scalar(select(func.count()).select_from(Job).where(Job.state.in_(TERMINAL_STATES)))
+        samples.append((time.perf_counter() - start, done))
+        if done >= total:
+            return time.perf_counter() - start, samples
+        if time.perf_counter() - start > DRAIN_TIMEOUT_S:
+            raise RuntimeError(f"only {done}/{total} jobs terminal after {DRAIN_TIMEOUT_S:.0f}s")
+        time.sleep(0.5)
+
+
+def audit(db: Database, ids: list[str]) -> dict:
+    """None lost, none duplicated, each ended once with one result."""
+    with db.read() as s:
+        states = dict(s.execute(select(Job.state, func.count()).group_by(Job.state)).all())
+        stored = set(s.scalars(select(Job.id)))
+        ends = dict(s.execute(
+            select(JobEvent.job_id, func.count())
+            .where(JobEvent.type == "STATE_CHANGED", JobEvent.state.in_(TERMINAL_STATES))
+            .group_by(JobEvent.job_id)).all())
+        artifacts = dict(s.execute(select(JobArtifact.job_id, func.count())
+                                   .group_by(JobArtifact.job_id)).all())
+        attempts = dict(s.execute(select(Job.attempts, func.count()).group_by(Job.attempts)).all())
+    submitted = set(ids)
+    return {
+        "submitted": len(ids),
+        "distinct_ids": len(submitted),
+        "in_database": len(stored),
+        "lost": len(submitted - stored),
+        "unexpected": len(stored - submitted),
+        "states": states,
+        "ended_not_exactly_once": sum(1 for i in submitted if ends.get(i, 0) != 1),
+        "result_artifacts_not_one": sum(1 for i in submitted if artifacts.get(i, 0) != 1),
+        "attempts": {str(k): v for k, v in sorted(attempts.items())},
+    }
+
+
+async def bare_grpc(calls: int, clients: int) -> dict:
+    async def noop(request, context):
+        return request
+
+    handler = grpc.method_handlers_generic_handler(
+        "bench.Bare", {"Echo": grpc.unary_unary_rpc_method_handler(noop)})
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    latencies: list[float] = []
+
+    async def one():
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
+            echo = ch.unary_unary("/bench.Bare/Echo")
+            for _ in range(calls // clients):
+                t = time.perf_counter()
+                await echo(b"x")
+                latencies.append(time.perf_counter() - t)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(clients)))
+    wall = time.perf_counter() - start
+    await server.stop(None)
+    return {"calls": len(latencies), "per_s": len(latencies) / wall, **percentiles(latencies)}
+
+
+def bare_celery_drain(broker_url: str, tasks: int) -> dict:
+    """No-op tasks through Redis with the same worker concurrency: sent, then drained."""
+    code = (
+        "from celery import Celery\n"
+        f"app = Celery('bare', broker={broker_url!r}, backend={broker_url!r})\n"
+        "app.conf.update(task_acks_late=True, worker_prefetch_multiplier=1)\n"
+        "@app.task(name='bare.noop')\n"
+        "def noop(): return 1\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "bareload.py").write_text(code)
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "bareload", "worker", "-c", str(CONCURRENCY),
+             "-P", "prefork", "--without-gossip", "--without-mingle", "-l", "WARNING"],
+            cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        sys.path.insert(0, tmp)
+        try:
+            import bareload
+
+            bareload.noop.delay().get(timeout=120)  # warm
+            start = time.perf_counter()
+            results = [bareload.noop.delay() for _ in range(tasks)]
+            for r in results:
+                r.get(timeout=600, interval=0.01)
+            wall = time.perf_counter() - start
+            return {"tasks": tasks, "seconds": wall, "per_s": tasks / wall}
+        finally:
+            worker.terminate()
+            worker.wait(timeout=30)
+
+
+def main() -> dict:
+    results: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+                     "jobs": JOBS, "clients": CLIENTS, "worker_concurrency": CONCURRENCY}
+    with tempfile.TemporaryDirectory() as tmp:
+        stack = start_stack(Path(tmp), PAPERWORKS_LOG_LEVEL="WARNING",  # production timings
+                            PAPERWORKS_WORKER_CONCURRENCY=str(CONCURRENCY),
+                            PAPERWORKS_JOB_LEASE_S="10", PAPERWORKS_REQUEUE_AFTER_S="60",
+                            PAPERWORKS_CELERY_VISIBILITY_TIMEOUT_S="3600")
+        try:
+            db = Database(stack.database_url)
+            pids = {name: comp.pid for name, comp in stack.state.components.items()}
+            with PeakMemory(pids) as memory:
+                ids, latencies, submit_s, retried = asyncio.run(submit_all(stack.endpoints))
+                drain_s, samples = drain(db, JOBS)
+            results["submit"] = {"seconds": submit_s, "per_s": JOBS / submit_s,
+                                 "unavailable_retries": retried, **percentiles(latencies)}
+            results["drain"] = {"after_last_submit_s": drain_s, "total_s": submit_s + drain_s,
+                                "jobs_per_s": JOBS / (submit_s + drain_s),
+                                "progress": samples[:: max(1, len(samples) // 40)]}
+            results["peak_rss_mb"] = memory.peak_mb
+            results["audit"] = audit(db, ids)
+            broker = stack.state.env["PAPERWORKS_CELERY_BROKER_URL"].rsplit("/", 1)[0] + "/5"
+            results["bare_celery"] = bare_celery_drain(broker, BARE_TASKS)
+        finally:
+            stack.down()
+    results["bare_grpc"] = asyncio.run(bare_grpc(JOBS, CLIENTS))
+    a = results["audit"]
+    assert a["lost"] == 0 and a["unexpected"] == 0 and a["distinct_ids"] == JOBS, a
+    assert a["ended_not_exactly_once"] == 0 and a["result_artifacts_not_one"] == 0, a
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=1))
+    return results
+
+
+def table(results: dict) -> str:
+    s, d, a = results["submit"], results["drain"], results["audit"]
+    g, c = results["bare_grpc"], results["bare_celery"]
+    rows = [
+        f"{results['jobs']} trivial ops jobs from {results['clients']} concurrent clients, worker "
+        f"concurrency {results['worker_concurrency']}: {a['states'].get('SUCCEEDED', 0)} SUCCEEDED, "
+        f"{a['lost']} lost, {a['ended_not_exactly_once']} not ended exactly once, "
+        f"{a['result_artifacts_not_one']} without exactly one result.",
+        "",
+        "| measure | baseline (same run) | paperworks | ratio |",
+        "|---|---|---|---|",
+        f"| submit throughput, req/s | bare grpc.aio {g['per_s']:.0f} | {s['per_s']:.0f} | "
+        f"{s['per_s'] / g['per_s']:.2f}x |",
+        f"| submit latency p50 / p99 ms | {g['p50_ms']:.2f} / {g['p99_ms']:.2f} | "
+        f"{s['p50_ms']:.1f} / {s['p99_ms']:.1f} | {s['p50_ms'] / g['p50_ms']:.1f}x (p50) |",
+        f"| jobs run to the end, per s (submit → all terminal) | bare Celery no-op drain "
+        f"{c['per_s']:.0f} | {d['jobs_per_s']:.0f} | {d['jobs_per_s'] / c['per_s']:.2f}x |",
+        f"| time to drain after the last submit | | {d['after_last_submit_s']:.1f} s | |",
+        "",
+        "| process | peak RSS MB |",
+        "|---|---|",
+    ]
+    rows += [f"| {name} | {mb:.0f} |" for name, mb in results["peak_rss_mb"].items()]
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(table(main()))
