@@ -1,0 +1,96 @@
+"""The quantized checkpoint: one safetensors file plus a small JSON manifest.
+
+The safetensors file holds `q.<layer>.<tensor>` for every packed 2-bit layer (sign bits or 2-bit
+codes as uint8, their float32 scales) and `fp.<name>` for every other tensor of the model in
+full precision (embeddings, norms, output head). The manifest (also embedded in the file's
+metadata) names the format, the method, the base model and, per layer, its packed format,
+shape and stored bits per weight: code bits alone and with the float side tensors. Loading
+rebuilds the packed layers on a fresh copy of the base model; nothing is unpickled.
+"""
+
+from __future__ import annotations
+
+import json
+
+import torch
+from safetensors.torch import load as st_load
+from safetensors.torch import save as st_save
+from torch import nn
+
+from .common import set_module
+from .lcqat import PackedLatticeLinear
+from .rabit import PackedBinaryLinear
+from .scalar import PackedInt2Linear
+
+FORMAT = "paperworks-quantized/1"
+CODE_TENSORS = ("signs", "codes")
+LAYER_FORMATS = {PackedBinaryLinear: "binary2", PackedLatticeLinear: "lattice2", PackedInt2Linear: "int2"}
+
+
+def packed_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    return [(n, m) for n, m in model.named_modules() if type(m) in LAYER_FORMATS]
+
+
+def _shape(m: nn.Module) -> tuple[int, int]:
+    if isinstance(m, PackedBinaryLinear):
+        return m.g.shape[1], m.h.shape[1]
+    if isinstance(m, PackedLatticeLinear):
+        return m.codes.shape[0], m.in_scale.shape[0]
+    return m.codes.shape[0], m.codes.shape[1] * 4
+
+
+def _bits(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size() * 8
+
+
+def save(packed: nn.Module, method: str, base: dict) -> tuple[bytes, dict]:
+    """(safetensors bytes, manifest) of a packed model."""
+    tensors: dict[str, torch.Tensor] = {}
+    layers, inside = [], set()
+    code_bits = side_bits = weights = 0
+    for name, m in packed_layers(packed):
+        parts = m.tensors()
+        tensors.update({f"q.{name}.{k}": t.contiguous() for k, t in parts.items()})
+        n, m_in = _shape(m)
+        cb = sum(_bits(t) for k, t in parts.items() if k in CODE_TENSORS)
+        sb = sum(_bits(t) for k, t in parts.items() if k not in (*CODE_TENSORS, "bias"))
+        entry = {"name": name, "format": LAYER_FORMATS[type(m)], "shape": [n, m_in],
+                 "bits_per_weight": cb / (n * m_in), "bits_per_weight_with_scales": (cb + sb) / (n * m_in)}
+        if isinstance(m, PackedInt2Linear):
+            entry["group_size"] = m.group_size
+        layers.append(entry)
+        code_bits, side_bits, weights = code_bits + cb, side_bits + sb, weights + n * m_in
+        inside.update(f"{name}.{k}" for k in m.state_dict())
+    for key, t in packed.state_dict().items():
+        if key not in inside:
+            tensors[f"fp.{key}"] = t.detach().contiguous().clone()  # clone: tied weights stay apart
+    manifest = {"format": FORMAT, "method": method, "base_model": base, "layers": layers,
+                "quantized_weights": weights, "bits_per_weight": code_bits / max(weights, 1),
+                "bits_per_weight_with_scales": (code_bits + side_bits) / max(weights, 1)}
+    return st_save(tensors, metadata={"manifest": json.dumps(manifest)}), manifest
+
+
+def load(data: bytes, manifest: dict, base_module: nn.Module) -> nn.Module:
+    """Rebuild the packed model on `base_module` (a fresh full-precision copy of the base)."""
+    if manifest.get("format") != FORMAT:
+        raise ValueError(f"manifest format {manifest.get('format')!r} is not {FORMAT!r}")
+    tensors = st_load(data)
+    model = base_module.float()
+    for layer in manifest["layers"]:
+        name = layer["name"]
+        prefix = f"q.{name}."
+        t = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
+        if layer["format"] == "binary2":
+            mod = PackedBinaryLinear.from_tensors(t)
+        elif layer["format"] == "lattice2":
+            mod = PackedLatticeLinear.from_tensors(t)
+        else:
+            mod = PackedInt2Linear.from_tensors(t, layer["group_size"])
+        set_module(model, name, mod)
+    fp = {k[3:]: v for k, v in tensors.items() if k.startswith("fp.")}
+    result = model.load_state_dict(fp, strict=False)
+    if result.unexpected_keys:
+        raise ValueError(f"checkpoint has tensors the base model lacks: {result.unexpected_keys[:5]}")
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return model.eval()

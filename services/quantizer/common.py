@@ -1,0 +1,163 @@
+"""Shared machinery of both methods: finding a causal LM's linear layers, token data, the
+distillation loss (KL to the full-precision teacher plus hidden-state MSE, RaBiT's training
+objective, Sec. 3.4, used for LC-QAT's QAT too), a training loop and evaluation.
+
+Design choices (not from the papers): token windows are drawn uniformly from one packed
+stream; the hidden-state MSE is averaged over every block's output, normalised by the
+teacher's mean square so that the weight `hidden_weight` is scale free.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+SKIP = ("lm_head", "embed", "wte", "wpe")
+
+
+def linear_weight(mod: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(N, M) weight and bias of an nn.Linear or a transformers Conv1D (stored (M, N))."""
+    if isinstance(mod, nn.Linear):
+        return mod.weight.detach().float(), None if mod.bias is None else mod.bias.detach().float()
+    return mod.weight.detach().float().T.contiguous(), None if mod.bias is None else mod.bias.detach().float()
+
+
+def is_linear(mod: nn.Module) -> bool:
+    return isinstance(mod, nn.Linear) or type(mod).__name__ == "Conv1D"
+
+
+def find_linears(module: nn.Module) -> list[str]:
+    """Names of the projections to quantize: every linear inside the blocks (embeddings and the
+    output head stay in full precision, as in both papers)."""
+    return [n for n, m in module.named_modules() if is_linear(m) and not any(s in n for s in SKIP)]
+
+
+def get_module(root: nn.Module, name: str) -> nn.Module:
+    for part in name.split("."):
+        root = getattr(root, part)
+    return root
+
+
+def set_module(root: nn.Module, name: str, new: nn.Module) -> None:
+    parent, _, leaf = name.rpartition(".")
+    setattr(get_module(root, parent) if parent else root, leaf, new)
+
+
+def forward(module: nn.Module, ids: torch.Tensor, hidden: bool = False):
+    """(logits, hidden states or None) for the tiny decoder and transformers causal LMs."""
+    if type(module).__name__ == "TinyDecoder":
+        out = module(ids, output_hidden_states=hidden)
+    else:
+        out = module(input_ids=ids, output_hidden_states=hidden, use_cache=False)
+    return out.logits.float(), (out.hidden_states if hidden else None)
+
+
+@dataclass
+class TokenData:
+    """One packed id stream split into train / validation parts."""
+
+    train: torch.Tensor
+    valid: torch.Tensor
+
+    @classmethod
+    def from_ids(cls, ids: list[int], valid_fraction: float = 0.1) -> TokenData:
+        t = torch.tensor(ids, dtype=torch.long)
+        cut = int(len(t) * (1 - valid_fraction))
+        return cls(train=t[:cut], valid=t[cut:])
+
+    def batches(self, seq_len: int, batch: int, seed: int) -> Iterator[torch.Tensor]:
+        rng = torch.Generator().manual_seed(seed)
+        offsets = torch.arange(seq_len)
+        while True:
+            starts = torch.randint(0, len(self.train) - seq_len, (batch,), generator=rng)
+            yield self.train[starts[:, None] + offsets]
+
+    def valid_windows(self, seq_len: int, max_windows: int = 64) -> torch.Tensor:
+        """Consecutive held-out windows."""
+        n = min(max_windows, len(self.valid) // seq_len)
+        return self.valid[: n * seq_len].reshape(n, seq_len)
+
+    def windows(self, seq_len: int, max_windows: int) -> torch.Tensor:
+        """Consecutive windows over the whole stream (for evaluating on a dataset of its own)."""
+        stream = torch.cat([self.train, self.valid])
+        n = min(max_windows, len(stream) // seq_len)
+        return stream[: n * seq_len].reshape(n, seq_len)
+
+    def calib(self, seq_len: int, n: int, seed: int) -> torch.Tensor:
+        return next(self.batches(seq_len, n, seed + 99))
+
+
+def distill_loss(student: nn.Module, teacher: nn.Module, ids: torch.Tensor, hidden_weight: float):
+    """KL(teacher || student) per token + hidden_weight * normalised hidden-state MSE."""
+    with torch.no_grad():
+        t_logits, t_hidden = forward(teacher, ids, hidden=hidden_weight > 0)
+    s_logits, s_hidden = forward(student, ids, hidden=hidden_weight > 0)
+    kl = F.kl_div(s_logits.log_softmax(-1), t_logits.log_softmax(-1), log_target=True,
+                  reduction="none").sum(-1).mean()
+    mse = torch.zeros(())
+    if hidden_weight > 0:
+        terms = [((s - t) ** 2).mean() / (t**2).mean().clamp_min(1e-8)
+                 for s, t in zip(s_hidden[1:], t_hidden[1:], strict=True)]
+        mse = torch.stack(terms).mean()
+    return kl + hidden_weight * mse, kl.detach(), mse.detach()
+
+
+def train_student(student: nn.Module, teacher: nn.Module, data: TokenData, *, steps: int, batch: int,
+                  seq_len: int, lr: float, hidden_weight: float, seed: int,
+                  param_groups: list[dict] | None = None,
+                  on_step: Callable[[int, dict], None] | None = None) -> list[float]:
+    """Adam on the student's trainable parameters with a cosine decay; returns per-step losses."""
+    params = param_groups or [{"params": [p for p in student.parameters() if p.requires_grad]}]
+    if steps <= 0 or not any(g["params"] for g in params):
+        return []
+    opt = torch.optim.Adam(params, lr=lr)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
+    student.train()
+    losses = []
+    for step, ids in zip(range(steps), data.batches(seq_len, batch, seed), strict=False):
+        loss, kl, mse = distill_loss(student, teacher, ids, hidden_weight)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+        if on_step:
+            on_step(step + 1, {"loss": loss.item(), "kl": kl.item(), "hidden_mse": mse.item()})
+    student.eval()
+    return losses
+
+
+@torch.no_grad()
+def evaluate_lm(module: nn.Module, windows: torch.Tensor, batch: int = 16) -> dict:
+    """Mean next-token NLL (nats), perplexity and bits per token over the windows."""
+    total, count = 0.0, 0
+    for i in range(0, len(windows), batch):
+        ids = windows[i : i + batch]
+        logits, _ = forward(module, ids)
+        nll = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1),
+                              reduction="sum")
+        total, count = total + nll.item(), count + ids[:, 1:].numel()
+    loss = total / max(count, 1)
+    return {"loss": loss, "perplexity": math.exp(min(loss, 50)), "bits_per_token": loss / math.log(2),
+            "tokens": count}
+
+
+@torch.no_grad()
+def layer_inputs(module: nn.Module, names: list[str], ids: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Calibration activations: the (tokens, M) input of every named linear."""
+    seen: dict[str, torch.Tensor] = {}
+    hooks = [get_module(module, n).register_forward_hook(
+        lambda m, a, o, n=n: seen.__setitem__(n, a[0].detach().reshape(-1, a[0].shape[-1]).float()))
+        for n in names]
+    try:
+        forward(module, ids)
+    finally:
+        for h in hooks:
+            h.remove()
+    return seen

@@ -1,0 +1,47 @@
+"""Per-layer diagnostics of a quantized model against its full-precision base, on calibration
+activations x of each layer (RaBiT, arXiv 2602.05367, Sec. 4.3 analysis of inter-path adaptation).
+
+For a two-path binary layer with path outputs y_i = W_hat_i x and the full-precision output
+y = W x, R_1 = y - y_1 is what path 1 leaves to path 2:
+
+- Corr(y_1, y_2): co-adapted paths learn the same features (positive); a residual hierarchy
+  makes path 2 correct path 1 (lower, negative in the paper).
+- Corr(R_1, y_2): how well path 2 tracks path 1's residual (high in a residual hierarchy).
+
+Correlations are Pearson over every (token, output channel) entry after removing each output
+channel's mean over tokens, so a channel's constant offset (from the activations' mean) does
+not count as shared features. Every quantized layer also reports its relative output error
+||y - y_q|| / ||y||.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def centred_corr(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Pearson correlation of two (tokens, channels) outputs, each channel centred over tokens."""
+    a, b = a.double(), b.double()
+    a, b = a - a.mean(0), b - b.mean(0)
+    return float((a * b).sum() / (a.norm() * b.norm()).clamp_min(1e-30))
+
+
+@torch.no_grad()
+def layer_diagnostics(layer: nn.Module, w_fp: torch.Tensor, x: torch.Tensor) -> dict:
+    y = x @ w_fp.T
+    bias = getattr(layer, "bias", None)
+    yq = layer(x) - (0 if bias is None else bias)
+    out = {"relative_error": float((y - yq).norm() / y.norm().clamp_min(1e-12))}
+    if hasattr(layer, "path_weights"):
+        p1, p2 = layer.path_weights()[:2]
+        y1, y2 = x @ p1.T, x @ p2.T
+        out.update(corr_y1_y2=centred_corr(y1, y2), corr_r1_y2=centred_corr(y - y1, y2))
+    return out
+
+
+def summary(per_layer: dict[str, dict]) -> dict:
+    """Mean of every diagnostic over the layers that report it."""
+    keys = sorted({k for d in per_layer.values() for k in d})
+    return {k: sum(d[k] for d in per_layer.values() if k in d) / sum(k in d for d in per_layer.values())
+            for k in keys}

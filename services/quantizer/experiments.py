@@ -1,0 +1,112 @@
+"""The papers' claims in miniature, shared by the reproduction tests and the benchmark.
+
+A tiny Llama-style decoder (the project's `TinyDecoder`) is trained on this interpreter's
+standard-library sources, then quantized to 2 bits per weight by each method and by its
+baseline, all in the same run and from the same teacher:
+
+1. RaBiT vs independent-latent two-path QAT: same step-0 model (function-aware init), same
+   steps and learning rate; validation loss and the per-layer path correlations.
+2. LC-QAT: step 0 of QAT reproduces the PTQ model; PTQ vs round-to-nearest 2-bit scalar;
+   LC-QAT with a tenth of the training tokens vs scalar 2-bit QAT with all of them.
+3. The packed model (kernel library) vs the fake-quantized one, and stored bits per weight.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+
+import torch
+from paperworks.shared.backends.tiny_data import stdlib_texts
+from paperworks.shared.backends.tiny_model import ByteTokenizer, TinyConfig, TinyDecoder
+from paperworks.shared.backends.tiny_train import train_tiny_lm
+from torch import nn
+
+from . import diagnostics, quantize
+from .common import TokenData, evaluate_lm, forward
+
+
+@dataclass(frozen=True)
+class Setup:
+    seed: int = 0
+    files: int = 60
+    max_chars: int = 8000
+    model: TinyConfig = field(default_factory=lambda: TinyConfig(dim=64, n_layers=2, n_heads=4,
+                                                                 mlp_hidden=176, max_seq_len=64))
+    teacher_steps: int = 400
+    qat_steps: int = 150
+    lr: float = 3e-4
+    block_steps: int = 100
+    val_windows: int = 64
+
+    def config(self, method: str, steps: int) -> quantize.QuantConfig:
+        return quantize.QuantConfig(method=method, steps=steps, lr=self.lr, block_steps=self.block_steps,
+                                    seq_len=self.model.max_seq_len, seed=self.seed)
+
+
+@dataclass
+class Teacher:
+    module: TinyDecoder
+    data: TokenData
+    val: torch.Tensor  # held-out windows
+    calib: torch.Tensor  # windows for the diagnostics
+
+
+def train_teacher(setup: Setup) -> Teacher:
+    texts = stdlib_texts(max_files=setup.files, max_chars=setup.max_chars, seed=setup.seed)
+    trained = train_tiny_lm(texts, setup.model, steps=setup.teacher_steps, seed=setup.seed, batch_size=16)
+    tok = ByteTokenizer()
+    data = TokenData.from_ids([i for t in texts for i in tok.encode(t, add_eos=True)])
+    seq = setup.model.max_seq_len
+    return Teacher(trained.module, data, data.valid_windows(seq, setup.val_windows),
+                   data.calib(seq, 16, setup.seed + 7))
+
+
+def val_loss(model: nn.Module, teacher: Teacher) -> float:
+    return evaluate_lm(model, teacher.val)["loss"]
+
+
+def coupling(teacher: Teacher, setup: Setup) -> dict:
+    """Claim 1: RaBiT vs independent-latent two-path QAT at the same steps."""
+    out = {"full_precision": val_loss(teacher.module, teacher)}
+    for method in ("rabit", "independent"):
+        start = time.perf_counter()
+        student, _ = quantize.quantize(teacher.module, teacher.data, setup.config(method, setup.qat_steps))
+        report = quantize.layer_report(student, teacher.module, teacher.calib)
+        out[method] = {"val_loss": val_loss(student, teacher), "layers": report,
+                       **diagnostics.summary(report), "seconds": time.perf_counter() - start,
+                       "student": student}
+    return out
+
+
+@torch.no_grad()
+def logits(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
+    return forward(model, ids)[0]
+
+
+def lcqat_vs_scalar(teacher: Teacher, setup: Setup) -> dict:
+    """Claim 2: exact QAT start, PTQ vs RTN, LC-QAT on a tenth of the tokens vs scalar QAT."""
+    start = time.perf_counter()
+    tenth = setup.config("lcqat", setup.qat_steps // 10)
+    ptq, _ = quantize.build_student(teacher.module, teacher.data, tenth)
+    ptq_logits = logits(ptq, teacher.val[:8])
+    qat = copy.deepcopy(ptq)
+    quantize.trainable(qat)  # switches every layer to its continuous latent
+    step0_diff = float((logits(qat, teacher.val[:8]) - ptq_logits).abs().max())
+    quantize.train(qat, teacher.module, teacher.data, tenth)
+    rtn, _ = quantize.quantize(teacher.module, teacher.data, setup.config("rtn", 0))
+    scalar_cfg = setup.config("scalar_qat", setup.qat_steps)
+    scalar, _ = quantize.quantize(teacher.module, teacher.data, scalar_cfg)
+    return {"step0_max_abs_logit_diff": step0_diff, "ptq_val_loss": val_loss(ptq, teacher),
+            "rtn_val_loss": val_loss(rtn, teacher), "lcqat_val_loss": val_loss(qat, teacher),
+            "lcqat_tokens": tenth.tokens, "scalar_qat_val_loss": val_loss(scalar, teacher),
+            "scalar_qat_tokens": scalar_cfg.tokens, "seconds": time.perf_counter() - start,
+            "students": {"lcqat": qat, "scalar_qat": scalar}}
+
+
+def packed_vs_fake(student: nn.Module, ids: torch.Tensor) -> tuple[nn.Module, float, float]:
+    """(packed model, max |logit difference|, max |logit|) of packed vs fake-quantized."""
+    packed = quantize.pack(student)
+    fake, real = logits(student, ids), logits(packed, ids)
+    return packed, float((fake - real).abs().max()), float(fake.abs().max())

@@ -1,0 +1,123 @@
+"""QuantizerService: the thin gRPC edge. Submit* hand jobs to the runtime (after checking that
+the model directory is one the service can quantize); Generate and Score serve a quantize
+job's checkpoint on the packed kernels, loaded once per checkpoint (cached by sha256)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from paperworks.quantizer.v1 import quantizer_pb2, quantizer_pb2_grpc
+from paperworks.shared.backends import InvalidModel, InvalidRequest
+from paperworks.shared.errors import InvalidArgument
+from paperworks.shared.rpc.runtime import ServiceRuntime
+from paperworks.shared.rpc.status import rpc_method
+
+from . import checkpoint, sources
+from .spec import ModelSource
+
+CACHE_SIZE = 4
+MAX_PROMPTS = 64
+MAX_NEW_TOKENS = 1024
+
+
+class _Cache:
+    def __init__(self, size: int = CACHE_SIZE):
+        self.size, self.items, self.lock = size, OrderedDict(), threading.Lock()
+
+    def get(self, key: str, load):
+        with self.lock:
+            if key not in self.items:
+                self.items[key] = load()
+                if len(self.items) > self.size:
+                    self.items.popitem(last=False)
+            self.items.move_to_end(key)
+            return self.items[key]
+
+
+def check_model(model) -> None:
+    """INVALID_ARGUMENT on model.path when the directory is not a model the service supports."""
+    if model.kind in ("tiny", "hf") and model.path:  # else the parameter validation names them
+        sources.check_model(ModelSource(kind=model.kind, path=model.path))
+
+
+def _backend_call(fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except (InvalidRequest, InvalidModel) as exc:
+        raise InvalidArgument(exc.field or "prompts", exc.reason) from None
+
+
+class QuantizerServicer(quantizer_pb2_grpc.QuantizerServiceServicer):
+    def __init__(self, rt: ServiceRuntime):
+        self.rt = rt
+        self.cache = _Cache()
+
+    @rpc_method
+    async def SubmitQuantize(self, request, context):
+        if request.HasField("model"):
+            await asyncio.to_thread(check_model, request.model)
+        if request.data.path and not Path(request.data.path).exists():
+            raise InvalidArgument("data.path", f"{request.data.path} does not exist")
+        job = await self.rt.submit(context, "quantize", request)
+        return quantizer_pb2.SubmitQuantizeResponse(job=job)
+
+    @rpc_method
+    async def SubmitEvaluate(self, request, context):
+        job = await self.rt.submit(context, "evaluate", request)
+        return quantizer_pb2.SubmitEvaluateResponse(job=job)
+
+    def _served(self, tenant: str, job_id: str):
+        """The quantize job's base-model backend with its packed layers swapped in."""
+        if not job_id:
+            raise InvalidArgument("quantize_job_id", "required")
+        params, *shas = sources.quantize_job(self.rt.store, tenant, job_id, "quantize_job_id")
+
+        def load():
+            blob, manifest = sources.read_checkpoint(self.rt.artifacts, *shas)
+            backend = sources.open_model(params.model, "quantize_job_id.model")
+            backend.module = checkpoint.load(blob, manifest, backend.module)
+            return backend
+
+        return self.cache.get(shas[0], load)
+
+    @staticmethod
+    def _check_prompts(prompts) -> list[str]:
+        if not 1 <= len(prompts) <= MAX_PROMPTS:
+            raise InvalidArgument("prompts", f"{len(prompts)} prompts; 1 to {MAX_PROMPTS} per call")
+        return list(prompts)
+
+    def _generate(self, tenant, request):
+        prompts = self._check_prompts(request.prompts)
+        max_new = request.max_new_tokens or 32
+        if not 1 <= max_new <= MAX_NEW_TOKENS:
+            raise InvalidArgument("max_new_tokens", f"{max_new}; must be 1..{MAX_NEW_TOKENS}")
+        if not 0 <= request.temperature <= 10:
+            raise InvalidArgument("temperature", f"{request.temperature}; must be 0..10")
+        backend = self._served(tenant, request.quantize_job_id)
+        gens = _backend_call(backend.generate, prompts, max_new_tokens=max_new,
+                             temperature=request.temperature, seed=request.seed)
+        return quantizer_pb2.GenerateResponse(completions=[
+            quantizer_pb2.Completion(text=g.text, finish_reason=g.finish_reason, token_ids=g.token_ids or [],
+                                     logprobs=g.logprobs or []) for g in gens])
+
+    def _score(self, tenant, request):
+        prompts = self._check_prompts(request.prompts)
+        if len(request.continuations) != len(prompts):
+            raise InvalidArgument("continuations", f"{len(request.continuations)} continuations for "
+                                                   f"{len(prompts)} prompts; one per prompt")
+        backend = self._served(tenant, request.quantize_job_id)
+        scores = _backend_call(backend.score, prompts, list(request.continuations))
+        return quantizer_pb2.ScoreResponse(scores=[
+            quantizer_pb2.ContinuationScore(logprobs=s.logprobs, total_logprob=s.total,
+                                            token_ids=s.token_ids or []) for s in scores])
+
+    @rpc_method
+    async def Generate(self, request, context):
+        return await asyncio.to_thread(self._generate, self.rt.tenant(context), request)
+
+    @rpc_method
+    async def Score(self, request, context):
+        return await asyncio.to_thread(self._score, self.rt.tenant(context), request)

@@ -1,0 +1,103 @@
+"""Where a job's model and text come from, checked so that every refusal names its field.
+
+Models open through the shared backends (`tiny`: the project's decoder; `hf`: a transformers
+Llama- or GPT-2-style directory), whose refusals (no config, unsupported model_type, pickle
+weights, no tokenizer...) become INVALID_ARGUMENT on `model.path`. Text is a file, a folder
+of text files, or this interpreter's standard-library sources. Quantize jobs' checkpoints are
+found by job id, for the tenant who asked.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from paperworks.shared.artifacts import ArtifactStore
+from paperworks.shared.backends import InvalidModel, ModelRef, load_backend
+from paperworks.shared.backends.tiny_data import stdlib_texts
+from paperworks.shared.backends.torch_lm import TorchCausalLM
+from paperworks.shared.db.jobs import JobStore
+from paperworks.shared.errors import FailedPrecondition, InvalidArgument, NotFound
+
+from .common import TokenData, find_linears
+from .spec import ModelSource, QuantizeParams, TextSource
+
+TEXT_SUFFIXES = (".txt", ".md", ".rst", ".py", ".json")
+MAX_FILES = 5000
+CHECKPOINT, MANIFEST = "model.safetensors", "manifest.json"
+
+
+def open_model(source: ModelSource, field: str = "model") -> TorchCausalLM:
+    """The model's backend (float32, CPU), or InvalidArgument saying why the directory is unusable."""
+    try:
+        backend = load_backend(ModelRef(kind=source.kind, path=source.path))
+    except InvalidModel as exc:
+        raise InvalidArgument(f"{field}.{exc.field or 'path'}", exc.reason) from None
+    if not find_linears(backend.module):
+        raise InvalidArgument(f"{field}.path", f"{source.path} has no linear layers to quantize")
+    return backend
+
+
+def check_model(source: ModelSource, field: str = "model") -> None:
+    """The submission-time check: cheap for `hf` (the directory's files and config, no weights
+    loaded), a full load for `tiny` models (they are small). Raises like `open_model`."""
+    if source.kind == "tiny":
+        open_model(source, field)
+        return
+    from paperworks.shared.backends.hf import check_model_dir
+
+    try:
+        check_model_dir(source.path)
+    except InvalidModel as exc:
+        raise InvalidArgument(f"{field}.{exc.field or 'path'}", exc.reason) from None
+
+
+def load_texts(source: TextSource, field: str = "data") -> list[str]:
+    if source.stdlib is not None:
+        s = source.stdlib
+        return stdlib_texts(max_files=s.files, max_chars=s.max_chars, seed=s.seed)
+    path = Path(source.path)
+    if not path.exists():
+        raise InvalidArgument(f"{field}.path", f"{path} does not exist")
+    files = [path] if path.is_file() else sorted(
+        p for p in path.rglob("*") if p.is_file() and p.suffix in TEXT_SUFFIXES)[:MAX_FILES]
+    texts = []
+    for f in files:
+        try:
+            texts.append(f.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidArgument(f"{field}.path", f"{f} is not readable UTF-8 text: {exc}") from None
+    if not any(texts):
+        raise InvalidArgument(f"{field}.path", f"{path} holds no text ({', '.join(TEXT_SUFFIXES)} files)")
+    return texts
+
+
+def token_data(backend: TorchCausalLM, texts: list[str], seq_len: int, field: str = "data") -> TokenData:
+    """The texts as one id stream (train / validation), long enough for windows of seq_len."""
+    ids = [i for t in texts for i in backend.encode(t)]
+    need = 20 * (seq_len + 1)
+    if len(ids) < need:
+        raise InvalidArgument(field, f"{len(ids)} tokens of text; at least {need} are needed "
+                                     f"for windows of {seq_len}")
+    return TokenData.from_ids(ids)
+
+
+def quantize_job(store: JobStore, tenant: str | None, job_id: str,
+                 field: str) -> tuple[QuantizeParams, str, str]:
+    """(params, checkpoint sha256, manifest sha256) of the tenant's SUCCEEDED quantize job."""
+    try:
+        job = store.get(tenant, "quantizer", job_id)
+    except NotFound:
+        raise NotFound(f"no quantizer job {job_id!r}", field) from None
+    if job.kind != "quantize":
+        raise InvalidArgument(field, f"job {job_id} is a {job.kind} job, not quantize")
+    if job.state != "SUCCEEDED":
+        raise FailedPrecondition(f"job {job_id} is {job.state}, not SUCCEEDED", field)
+    found = {a.name: a.sha256 for a in store.artifacts(job_id)}
+    if CHECKPOINT not in found or MANIFEST not in found:
+        raise FailedPrecondition(f"job {job_id} stored no checkpoint", field)
+    return QuantizeParams.model_validate(job.params), found[CHECKPOINT], found[MANIFEST]
+
+
+def read_checkpoint(artifacts: ArtifactStore, checkpoint_sha: str, manifest_sha: str) -> tuple[bytes, dict]:
+    return artifacts.path(checkpoint_sha).read_bytes(), json.loads(artifacts.path(manifest_sha).read_bytes())

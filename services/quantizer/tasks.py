@@ -1,0 +1,100 @@
+"""The quantizer jobs: thin handlers that open the model and text, call the method modules,
+store the checkpoint, and announce it."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+from paperworks.shared.errors import InvalidArgument
+from paperworks.shared.tasks.context import JobContext
+
+from . import checkpoint, diagnostics, quantize, sources
+from .common import evaluate_lm, find_linears, get_module, linear_weight
+from .spec import EvaluateParams, QuantizeParams
+
+OCTET = "application/octet-stream"
+MODEL_READY = "model_ready"  # the stage of the PROGRESS event that announces a stored checkpoint
+
+
+def _tenant(ctx: JobContext) -> str:
+    return ctx.store.get(None, None, ctx.job_id).tenant
+
+
+def _reporter(ctx: JobContext):
+    return lambda step, total, stage, message: ctx.progress(step, total, stage=stage, message=message)
+
+
+def _lm_metrics(module, windows, decode) -> dict:
+    """Loss, perplexity, bits per token and bits per byte of the windows' UTF-8 text."""
+    out = evaluate_lm(module, windows)
+    n_bytes = sum(len(decode(w[1:].tolist()).encode("utf-8")) for w in windows)
+    out["bits_per_byte"] = out["loss"] * out["tokens"] / math.log(2) / max(n_bytes, 1)
+    return out
+
+
+def _check_method(backend, method: str) -> None:
+    if method != "lcqat":
+        return
+    for name in find_linears(backend.module):
+        m = linear_weight(get_module(backend.module, name))[0].shape[1]
+        if m % 4:
+            raise InvalidArgument("method", f"lcqat needs in_features divisible by 4; {name} has {m}")
+
+
+def run_quantize(params: QuantizeParams, ctx: JobContext) -> dict:
+    ctx.progress(0, 1, stage="loading", message=f"{params.model.kind} model at {params.model.path}")
+    backend = sources.open_model(params.model)
+    _check_method(backend, params.method)
+    seq_len = min(params.seq_len, backend.max_length)
+    data = sources.token_data(backend, sources.load_texts(params.data), seq_len)
+    cfg = quantize.QuantConfig(
+        method=params.method, steps=params.token_budget // (params.batch_size * seq_len),
+        batch=params.batch_size, seq_len=seq_len, lr=params.learning_rate,
+        hidden_weight=params.hidden_weight, calib_windows=params.calibration_windows,
+        init="greedy" if params.greedy_init else "svid", init_sweeps=params.init_sweeps,
+        block_steps=params.block_steps, group_size=params.group_size, seed=params.seed)
+    teacher = backend.module.float()
+    student, info = quantize.quantize(teacher, data, cfg, _reporter(ctx))
+    packed = quantize.pack(student)
+    val = data.valid_windows(seq_len, 32)
+    validation = {"base": _lm_metrics(teacher, val, backend.decode),
+                  "quantized": _lm_metrics(packed, val, backend.decode)}
+    blob, manifest = checkpoint.save(packed, params.method, params.model.model_dump())
+    model_ref = ctx.put_artifact(sources.CHECKPOINT, blob, OCTET)
+    manifest_ref = ctx.put_json(sources.MANIFEST, manifest)
+    ctx.progress(1, 1, stage=MODEL_READY, message=f"{params.method} {manifest['bits_per_weight']:g}-bit "
+                 f"checkpoint {model_ref['sha256']} (manifest {manifest_ref['sha256']})")
+    losses = info["losses"]
+    return {"method": params.method, "bits_per_weight": manifest["bits_per_weight"],
+            "bits_per_weight_with_scales": manifest["bits_per_weight_with_scales"],
+            "layers": len(manifest["layers"]), "steps": len(losses), "tokens": cfg.tokens,
+            "final_loss": losses[-1] if losses else None, "validation": validation,
+            "checkpoint_sha256": model_ref["sha256"], "manifest_sha256": manifest_ref["sha256"],
+            **({"block_reconstruction_error": info["block_reconstruction_error"]}
+               if "block_reconstruction_error" in info else {})}
+
+
+def run_evaluate(params: EvaluateParams, ctx: JobContext) -> dict:
+    job_params, *shas = sources.quantize_job(ctx.store, _tenant(ctx), params.quantize_job_id,
+                                             "quantize_job_id")
+    blob, manifest = sources.read_checkpoint(ctx.artifacts, *shas)
+    ctx.progress(0, 1, stage="loading", message=f"base model {job_params.model.path}")
+    backend = sources.open_model(job_params.model, "quantize_job_id.model")
+    base = backend.module.float()
+    packed = checkpoint.load(blob, manifest, copy.deepcopy(base))
+    seq_len = min(params.seq_len, backend.max_length)
+    data = sources.token_data(backend, sources.load_texts(params.data), seq_len)
+    windows = data.windows(seq_len, params.windows)
+    metrics = {}
+    for i, (name, model) in enumerate((("base", base), ("quantized", packed))):
+        metrics[name] = _lm_metrics(model, windows, backend.decode)
+        ctx.progress(i + 1, 2, stage="perplexity", message=f"{name}: {metrics[name]['perplexity']:.3f}")
+    layers = quantize.layer_report(packed, base, data.calib(seq_len, 8, 0),
+                                   on_layer=lambda i, n, name: ctx.progress(i, n, "diagnostics", name))
+    report = {"quantize_job_id": params.quantize_job_id, "method": manifest["method"],
+              "bits_per_weight": manifest["bits_per_weight"], **metrics,
+              "perplexity_ratio": metrics["quantized"]["perplexity"] / metrics["base"]["perplexity"],
+              "layers": layers, "layer_mean": diagnostics.summary(layers)}
+    ctx.put_json("evaluation.json", report)
+    return {k: v for k, v in report.items() if k != "layers"}

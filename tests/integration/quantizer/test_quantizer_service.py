@@ -1,0 +1,160 @@
+"""The quantizer service over real gRPC on the embedded stack: quantize a tiny decoder, watch its
+per-layer and per-step progress and its model-ready event (in the job's events and on the
+Kafka topic), serve it with Generate/Score on the packed kernels, evaluate it, and refuse
+model directories it cannot quantize with INVALID_ARGUMENT naming model.path."""
+from __future__ import annotations
+
+import json
+
+import grpc
+import pytest
+import torch
+from paperworks.quantizer.v1 import quantizer_pb2
+from paperworks.services.quantizer import checkpoint
+from paperworks.shared.backends.tiny import TinyBackend
+from paperworks.shared.backends.tiny_data import stdlib_texts
+from paperworks.shared.backends.tiny_model import TinyConfig, load_tiny, save_tiny
+from paperworks.shared.backends.tiny_train import train_tiny_lm
+from paperworks.shared.client import Client
+from paperworks.shared.rpc.convert import PROTO_TO_STATE
+from paperworks.shared.rpc.status import field_violations
+from paperworks.v1 import jobs_pb2
+from support import TOKENS, start_stack
+
+DATA = {"stdlib": {"files": 8, "max_chars": 4000, "seed": 1}}
+SMALL = {"seq_len": 32, "batch_size": 4, "calibration_windows": 4}
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    s = start_stack(tmp_path_factory.mktemp("quantizer-stack"), services=("quantizer",))
+    yield s
+    s.down()
+
+
+@pytest.fixture(scope="module")
+def client(stack):
+    with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    texts = stdlib_texts(max_files=8, max_chars=4000, seed=1)
+    config = TinyConfig(dim=32, n_layers=1, n_heads=2, mlp_hidden=64, max_seq_len=64)
+    return str(save_tiny(tmp_path_factory.mktemp("tiny") / "model",
+                         train_tiny_lm(texts, config, steps=60, seed=0, batch_size=8).module))
+
+
+def done(client, job):
+    final = client.wait(job.id, timeout=300)
+    assert PROTO_TO_STATE[final.state] == "SUCCEEDED", final.error.message
+    return final
+
+
+@pytest.fixture(scope="module")
+def rabit_job(client, model_dir):
+    job = client.submit("quantizer", "quantize", model={"kind": "tiny", "path": model_dir}, method="rabit",
+                        data=DATA, token_budget=10 * 4 * 32, **SMALL)
+    return done(client, job)
+
+
+def test_quantize_reports_layers_steps_and_announces_the_model(client, rabit_job, stack, tmp_path):
+    result = rabit_job.result
+    assert result["method"] == "rabit" and result["bits_per_weight"] == 2.0
+    assert result["layers"] == 7 and result["steps"] == 10 and result["tokens"] == 1280
+    events = list(client.watch(rabit_job.id, timeout=30))
+    progress = [e.progress for e in events if e.type == jobs_pb2.JOB_EVENT_TYPE_PROGRESS]
+    assert {"init", "training", "model_ready"} <= {p.stage for p in progress}
+    assert [p.step for p in progress if p.stage == "init"][-1] == 7
+    assert [p.step for p in progress if p.stage == "training"][-1] == 10
+    ready = [i for i, e in enumerate(events) if e.progress.stage == "model_ready"]
+    added = [i for i, e in enumerate(events) if e.type == jobs_pb2.JOB_EVENT_TYPE_ARTIFACT_ADDED]
+    assert len(ready) == 1 and len(added) == 2 and max(added) < ready[0]
+    assert result["checkpoint_sha256"] in events[ready[0]].progress.message
+    paths = {p.name: p for p in client.pull_artifacts(rabit_job.id, tmp_path)}
+    manifest = json.loads(paths["manifest.json"].read_text())
+    assert manifest["format"] == checkpoint.FORMAT and manifest["bits_per_weight"] == 2.0
+    assert {layer["format"] for layer in manifest["layers"]} == {"binary2"}
+
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer("paperworks.events", bootstrap_servers=stack.state.env[
+        "PAPERWORKS_KAFKA_BOOTSTRAP_SERVERS"], auto_offset_reset="earliest", consumer_timeout_ms=15000,
+        group_id=None)
+    announced = None
+    for record in consumer:
+        event = json.loads(record.value)
+        if event["job_id"] == rabit_job.id and event.get("progress", {}).get("stage") == "model_ready":
+            announced = event
+            break
+    consumer.close()
+    assert announced is not None and announced["service"] == "quantizer" and announced["kind"] == "quantize"
+
+
+def test_generate_and_score_serve_the_packed_checkpoint(client, rabit_job, model_dir, tmp_path):
+    stub = client.stub("quantizer")
+    request = quantizer_pb2.GenerateRequest(quantize_job_id=rabit_job.id, prompts=["def ", "import "],
+                                            max_new_tokens=12)
+    reply = stub.Generate(request, metadata=client.metadata, timeout=60)
+    assert len(reply.completions) == 2
+    paths = {p.name: p for p in client.pull_artifacts(rabit_job.id, tmp_path)}
+    local = TinyBackend(checkpoint.load(paths["model.safetensors"].read_bytes(),
+                                        json.loads(paths["manifest.json"].read_text()), load_tiny(model_dir)))
+    expected = local.generate(["def ", "import "], max_new_tokens=12)
+    assert [list(c.token_ids) for c in reply.completions] == [g.token_ids for g in expected]
+    assert [c.text for c in reply.completions] == [g.text for g in expected]
+    fp = TinyBackend(load_tiny(model_dir)).generate(["def "], max_new_tokens=12)[0]
+    assert fp.logprobs != list(reply.completions[0].logprobs)  # it really is the quantized model
+    scored = stub.Score(quantizer_pb2.ScoreRequest(quantize_job_id=rabit_job.id, prompts=["def "],
+                                                   continuations=["main():"]),
+                        metadata=client.metadata, timeout=60)
+    want = local.score(["def "], ["main():"])[0]
+    assert len(scored.scores[0].logprobs) == 7
+    torch.testing.assert_close(scored.scores[0].total_logprob, want.total, atol=1e-4, rtol=1e-4)
+
+
+def test_lcqat_job_and_evaluate_with_diagnostics(client, model_dir, rabit_job):
+    lc = done(client, client.submit("quantizer", "quantize", model={"kind": "tiny", "path": model_dir},
+                                    method="lcqat", data=DATA, block_steps=3, **SMALL))
+    assert lc.result["bits_per_weight"] == 2.0 and lc.result["steps"] == 0
+    evals = {}
+    for job in (rabit_job, lc):
+        ev = done(client, client.submit("quantizer", "evaluate", quantize_job_id=job.id, data=DATA, windows=8,
+                                        seq_len=32))
+        evals[job.result["method"]] = ev.result
+        assert {a.name for a in ev.artifacts} == {"evaluation.json"}
+        assert ev.result["quantized"]["perplexity"] > 1 and ev.result["base"]["bits_per_byte"] > 0
+    assert "corr_y1_y2" in evals["rabit"]["layer_mean"] and "corr_y1_y2" not in evals["lcqat"]["layer_mean"]
+
+
+def test_unsupported_models_are_invalid_argument_and_nothing_is_written(client, tmp_path, model_dir):
+    bert = tmp_path / "bert"
+    bert.mkdir()
+    (bert / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    before = len(client.list("quantizer", page_size=500)[0])
+    cases = (("hf", bert, "model_type 'bert' is not supported"), ("hf", empty, "no config.json"),
+             ("tiny", tmp_path / "missing", "not a directory"))
+    for kind, path, reason in cases:
+        with pytest.raises(grpc.RpcError) as exc:
+            client.submit("quantizer", "quantize", model={"kind": kind, "path": str(path)}, method="rabit",
+                          data=DATA)
+        assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        violations = field_violations(exc.value)
+        assert [f for f, _ in violations] == ["model.path"] and reason in violations[0][1], violations
+    with pytest.raises(grpc.RpcError) as exc:
+        client.submit("quantizer", "quantize", model={"kind": "tiny", "path": model_dir}, method="gptq",
+                      data=DATA)
+    assert [f for f, _ in field_violations(exc.value)] == ["method"]
+    assert len(client.list("quantizer", page_size=500)[0]) == before
+
+
+def test_another_tenant_cannot_use_the_model(stack, rabit_job):
+    with Client(endpoints=stack.endpoints, token=TOKENS["bob"]) as bob:
+        with pytest.raises(grpc.RpcError) as exc:
+            bob.stub("quantizer").Generate(quantizer_pb2.GenerateRequest(quantize_job_id=rabit_job.id,
+                                                                         prompts=["x"]),
+                                           metadata=bob.metadata, timeout=30)
+        assert exc.value.code() == grpc.StatusCode.NOT_FOUND

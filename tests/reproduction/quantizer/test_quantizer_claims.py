@@ -1,0 +1,64 @@
+"""RaBiT's and LC-QAT's claims in miniature (arXiv 2602.05367, 2606.10531), each measured here
+against a baseline from the same run, at 2 bits per weight. Margins were chosen from seeds 0-2."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from paperworks.services.quantizer import checkpoint, experiments
+from paperworks.services.quantizer.common import find_linears
+from paperworks.shared.backends.tiny_model import TinyDecoder
+from safetensors.torch import load as st_load
+
+
+def _show(name, d):
+    print(name, json.dumps({k: v for k, v in d.items() if k not in ("student", "students", "layers")},
+                           default=float))
+
+
+def test_claim1_coupled_paths_keep_a_residual_hierarchy_and_train_better(coupling):
+    rabit, indep = coupling["rabit"], coupling["independent"]
+    _show("rabit", rabit)
+    _show("independent", indep)
+    # Independent latents co-adapt: their paths' outputs become more alike ...
+    assert rabit["corr_y1_y2"] <= indep["corr_y1_y2"] - 0.04
+    # ... and path 2 tracks less of what path 1 leaves; RaBiT's path 2 keeps tracking it.
+    assert rabit["corr_r1_y2"] >= indep["corr_r1_y2"] + 0.01
+    assert rabit["corr_r1_y2"] > 0.5
+    per_layer = [d["corr_y1_y2"] < i["corr_y1_y2"]
+                 for d, i in zip(rabit["layers"].values(), indep["layers"].values(), strict=True)]
+    assert sum(per_layer) >= 0.75 * len(per_layer)
+    # Same step-0 model, same steps: the coupling alone makes the validation loss better.
+    assert rabit["val_loss"] < indep["val_loss"] - 0.002
+    assert rabit["val_loss"] < coupling["full_precision"] + 0.1
+
+
+def test_claim2_lcqat_starts_at_ptq_which_beats_rtn_and_needs_a_tenth_of_the_tokens(lcqat):
+    _show("lcqat", lcqat)
+    assert lcqat["step0_max_abs_logit_diff"] <= 1e-5
+    assert lcqat["ptq_val_loss"] < lcqat["rtn_val_loss"] - 0.03
+    assert lcqat["lcqat_tokens"] * 10 == lcqat["scalar_qat_tokens"]
+    assert lcqat["lcqat_val_loss"] <= lcqat["scalar_qat_val_loss"]
+
+
+@pytest.mark.parametrize("which", ["rabit", "lcqat", "scalar_qat"])
+def test_claim3_packed_logits_equal_fake_quant_and_bits_match_the_manifest(coupling, lcqat, teacher, which):
+    student = coupling["rabit"]["student"] if which == "rabit" else lcqat["students"][which]
+    packed, diff, scale = experiments.packed_vs_fake(student, teacher.val[:4])
+    print(which, "max |packed - fake-quant logit|", diff, "max |logit|", scale)
+    assert diff <= 1e-5 * max(scale, 1.0) * 10, (diff, scale)  # fp32 round-off of a 2-layer model
+    blob, manifest = checkpoint.save(packed, which, {"kind": "tiny"})
+    stored = st_load(blob)
+    names = find_linears(teacher.module)
+    code_bits = sum(t.numel() * 8 for k, t in stored.items() if k.endswith((".signs", ".codes")))
+    weights = sum(teacher.module.get_submodule(n).weight.numel() for n in names)
+    assert manifest["quantized_weights"] == weights
+    assert manifest["bits_per_weight"] == code_bits / weights == 2.0
+    assert all(layer["bits_per_weight"] == 2.0 for layer in manifest["layers"])
+    assert {layer["name"] for layer in manifest["layers"]} == set(names)
+    assert not any(k.startswith("fp.") and any(k[3:].startswith(n + ".") for n in names) for k in stored)
+    reloaded = checkpoint.load(blob, manifest, TinyDecoder(teacher.module.config))
+    with torch.no_grad():
+        torch.testing.assert_close(experiments.logits(reloaded, teacher.val[:4]),
+                                   experiments.logits(packed, teacher.val[:4]))

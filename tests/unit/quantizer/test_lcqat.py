@@ -1,0 +1,92 @@
+"""LC-QAT layers: incoherence rotation, Hessian-aware PTQ, the exact QAT start, DGE, packing."""
+from __future__ import annotations
+
+import pytest
+import torch
+from paperworks.services.quantizer import lcqat
+
+
+def _data(n=16, m=32, tokens=512, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    w = torch.randn(n, m, generator=gen) * 0.05
+    mix = torch.randn(m, m, generator=gen) / m**0.5 + torch.eye(m)
+    x = torch.randn(tokens, m, generator=gen) @ mix * torch.linspace(0.2, 2.0, m)  # correlated inputs
+    return w, x
+
+
+def _output_error(layer, w, x):
+    with torch.no_grad():
+        return float((layer(x) - x @ w.T).norm() / (x @ w.T).norm())
+
+
+def test_rotation_is_orthogonal_and_inverted_exactly():
+    rot = lcqat.Rotation(48, seed=3)  # blocks of 16
+    x = torch.randn(5, 48)
+    torch.testing.assert_close(rot.inverse(rot(x)), x, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(rot(x).norm(dim=-1), x.norm(dim=-1))
+
+
+def test_dge_rounds_forward_and_passes_the_power_surrogate_backward():
+    v = torch.tensor([0.1, 0.4, 1.0, 2.75], requires_grad=True)
+    out = lcqat.dge_round(v)
+    assert out.tolist() == [0.0, 0.0, 1.0, 3.0]
+    out.sum().backward()
+    d = (2 * (v.detach() - v.detach().floor() - 0.5)).abs()
+    expected = ((1 / lcqat.DGE_K) * d.pow(1 / lcqat.DGE_K - 1)).clamp_max(lcqat.DGE_MAX)
+    torch.testing.assert_close(v.grad, expected)
+
+
+def test_hessian_aware_rounding_beats_nearest_codeword_rounding():
+    w, x = _data()
+    gptq = lcqat.LCLinear(w, None, seed=0)
+    gptq.ptq(x)
+    nearest = lcqat.LCLinear(w, None, seed=0)
+    with torch.no_grad():
+        nearest.a.copy_(gptq.a)
+        nearest.b.copy_(gptq.b)
+        codebook = lcqat.GRID @ nearest.a.T + nearest.b
+        blocks = nearest.target.reshape(-1, 4)
+        nearest.codes = torch.cdist(blocks, codebook).argmin(1).reshape(16, 8).to(torch.uint8)
+    assert _output_error(gptq, w, x) < 0.95 * _output_error(nearest, w, x)
+    assert _output_error(gptq, w, x) < 0.6
+
+
+def test_qat_starts_exactly_at_the_ptq_model_and_ends_on_its_codes():
+    w, x = _data(seed=1)
+    layer = lcqat.LCLinear(w, torch.randn(16), seed=1)
+    layer.ptq(x)
+    codes = layer.codes.clone()
+    with torch.no_grad():
+        before = layer(x)
+        layer.start_qat()
+        assert layer.mode == "qat"
+        assert (layer(x) - before).abs().max() <= 1e-6
+    layer.finish_qat()
+    assert torch.equal(layer.codes, codes)
+
+
+def test_qat_gradient_reaches_the_latent_and_the_affine_map():
+    w, x = _data(seed=2)
+    layer = lcqat.LCLinear(w, None, seed=2)
+    layer.ptq(x)
+    layer.start_qat()
+    layer(x).pow(2).sum().backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0
+               for p in (layer.latent, layer.a, layer.b, layer.scale, layer.in_scale))
+
+
+def test_packed_lattice_layer_matches_fake_quant_and_stores_two_bits_per_weight():
+    w, x = _data(n=24, m=32, seed=3)
+    layer = lcqat.LCLinear(w, torch.randn(24), seed=3)
+    layer.ptq(x)
+    packed = layer.packed()
+    assert packed.codes.dtype == torch.uint8 and packed.codes.shape == (24, 8)  # 8 bits / 4 weights
+    with torch.no_grad():
+        torch.testing.assert_close(packed(x[:9]), layer(x[:9]), atol=1e-5, rtol=1e-5)
+    again = lcqat.PackedLatticeLinear.from_tensors(packed.tensors())
+    torch.testing.assert_close(again(x[:2]), packed(x[:2]))
+
+
+def test_widths_not_divisible_by_four_are_refused():
+    with pytest.raises(ValueError, match="divisible by 4"):
+        lcqat.LCLinear(torch.randn(4, 10), None, seed=0)
