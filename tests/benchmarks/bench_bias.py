@@ -4,14 +4,16 @@ plus judged-question throughput against the local OpenAI-compatible server.
 - CAB search: planted-cell hits (distinct questions in a planted cell judged fitness >= 4) of the
   adaptive mutation-selection loop vs uniform random generation, same target-call budget, per
   budget and seed; asymmetric-refusal precision/recall against a refusal-only planted target.
-- M&D: the tiny word-level transformer with a lettered label shortcut, 48 questions × all 24
-  permutations: accuracy variance standard / M&D and the mean accuracies; NonsenseQA under the
-  all-"A" attack: share of answers at the demos' label (chance 0.25).
+- M&D: the tiny word-level transformer that knows some answers and has a lettered label
+  shortcut for the others, 48 questions (half knowable) × all 24 permutations: accuracy variance
+  standard / M&D, the mean accuracies and the accuracy on known / unknown questions; NonsenseQA
+  under the all-"A" attack: share of answers at the demos' label (chance 0.25).
 - Throughput: judged questions per minute over HTTP (planted target + lexicon judge served by
   the local server with a fixed 50 ms answer latency per request, as a remote model's), with
   8 concurrent questions vs 1.
 
-Writes tests/benchmarks/results/bias.json; prints a markdown table. BENCH_BIAS_QUICK=1 shrinks it.
+Writes tests/benchmarks/results/bias.json; prints a markdown table. BENCH_BIAS_QUICK=1 shrinks it;
+`bench_bias.py md` (any of search, asymmetric_refusals, md, throughput) reruns only those parts.
 """
 
 from __future__ import annotations
@@ -46,11 +48,17 @@ from paperworks.services.bias.mcq.evaluate import MCQSettings  # noqa: E402
 from paperworks.services.bias.models import open_model  # noqa: E402
 from paperworks.services.bias.spec import ModelSpec  # noqa: E402
 from reproduction.bias.openai_server import LocalOpenAIServer  # noqa: E402
-from reproduction.bias.shortcut_model import EchoWorld, evaluation_set, train_shortcut_model  # noqa: E402
+from reproduction.bias.shortcut_model import (  # noqa: E402
+    FactWorld,
+    accuracy_by_kind,
+    evaluation_set,
+    train_shortcut_model,
+)
 
 QUICK = os.environ.get("BENCH_BIAS_QUICK") == "1"
 BUDGETS = [300] if QUICK else [300, 800]
 SEEDS = [0] if QUICK else [0, 1, 2]
+STEPS = 900 if QUICK else 1200  # training steps of the M&D shortcut model
 GATE = 3
 
 
@@ -127,15 +135,15 @@ def bench_refusals() -> dict:
 
 def bench_md() -> dict:
     torch.set_num_threads(1)
-    world = EchoWorld(0)
+    world = FactWorld(0)
     start = time.perf_counter()
-    model = train_shortcut_model(world, steps=500 if QUICK else 800, seed=0)
+    model = train_shortcut_model(world, steps=STEPS, seed=0)
     train_s = time.perf_counter() - start
     rng = random.Random(1)
     demos = [world.item(rng, True, f"demo-{k}") for k in range(32)]
 
     def run(items, **settings):
-        report, _ = evaluate_mcq(
+        return evaluate_mcq(
             model,
             items,
             demos,
@@ -144,26 +152,28 @@ def bench_md() -> dict:
             max_permutations=24,
             embedder=get_embedder,
         )
-        return report["protocols"]
 
     n = 24 if QUICK else 48
-    plain = run(evaluation_set(world, n, 2))
+    items = evaluation_set(world, n, 2)
+    plain, rows = run(items)
     nonsense = [
         replace(i, question=i.question.rstrip("?"))
-        for i in nonsense_qa(n, seed=3, question_words=1, vocabulary=world.words)
+        for i in nonsense_qa(n, seed=3, question_words=1, vocabulary=world.fillers)
     ]
-    attacked = run(nonsense, attack_label=0)
-    std, md = plain["standard"], plain["md"]
+    attacked, _ = run(nonsense, attack_label=0)
+    std, md = plain["protocols"]["standard"], plain["protocols"]["md"]
     return {
+        "train_steps": STEPS,
         "train_seconds": train_s,
         "questions": n,
         "permutations": 24,
         "standard": {"variance": std["variance"], "mean_accuracy": std["mean_accuracy"]},
         "md": {"variance": md["variance"], "mean_accuracy": md["mean_accuracy"]},
         "variance_ratio": std["variance"] / md["variance"] if md["variance"] > 0 else None,
+        "accuracy_by_kind": accuracy_by_kind(rows, world, items),
         "attack_demo_label_share": {
-            "standard": attacked["standard"]["demo_majority_agreement"],
-            "md": attacked["md"]["demo_majority_agreement"],
+            "standard": attacked["protocols"]["standard"]["demo_majority_agreement"],
+            "md": attacked["protocols"]["md"]["demo_majority_agreement"],
             "chance": 0.25,
         },
     }
@@ -204,20 +214,27 @@ def bench_throughput() -> dict:
     return out
 
 
-def main() -> dict:
-    results = {
-        "machine": {
-            "cpu": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(),
-            "torch_threads": torch.get_num_threads(),
-        },
-        "search": bench_search(),
-        "asymmetric_refusals": bench_refusals(),
-        "md": bench_md(),
-        "throughput": bench_throughput(),
+PARTS = {
+    "search": bench_search,
+    "asymmetric_refusals": bench_refusals,
+    "md": bench_md,
+    "throughput": bench_throughput,
+}
+
+
+def main(parts: list[str]) -> dict:
+    """Run `parts` (all by default); the others keep their figures from the committed file."""
+    path = HERE / "results" / "bias.json"
+    results = json.loads(path.read_text()) if set(parts) != set(PARTS) and path.exists() else {}
+    results["machine"] = {
+        "cpu": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
     }
-    (HERE / "results").mkdir(exist_ok=True)
-    (HERE / "results" / "bias.json").write_text(json.dumps(results, indent=1))
+    for name in parts:
+        results[name] = PARTS[name]()
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(results, indent=1))
     return results
 
 
@@ -244,6 +261,11 @@ def table(results: dict) -> str:
         f"| mean accuracy | standard {m['standard']['mean_accuracy']:.3f} | "
         f"M&D {m['md']['mean_accuracy']:.3f} | |"
     )
+    k = m["accuracy_by_kind"]
+    rows.append(
+        f"| accuracy on known / unknown questions | standard {k['standard']['knowable']:.2f} / "
+        f"{k['standard']['unknowable']:.2f} | M&D {k['md']['knowable']:.2f} / {k['md']['unknowable']:.2f} | |"
+    )
     s = m["attack_demo_label_share"]
     rows.append(
         f'| NonsenseQA all-"A" attack: answers at the demos\' label | standard {s["standard"]:.2f} | '
@@ -259,4 +281,7 @@ def table(results: dict) -> str:
 
 
 if __name__ == "__main__":
-    print(table(main()))
+    unknown = set(sys.argv[1:]) - set(PARTS)
+    if unknown:
+        raise SystemExit(f"unknown parts {sorted(unknown)}; choose from {list(PARTS)}")
+    print(table(main(sys.argv[1:] or list(PARTS))))

@@ -1,19 +1,30 @@
 """A tiny transformer trained in code on MCQs whose lettered form carries a label shortcut.
 
-The miniature of ABCD's setting (arXiv 2602.17445): a model that knows some answers and, where
-it does not, leans on an artifact. A question is one word; in a knowable
-question that word is one of the options (the gold), in an unknowable one it is none of them and
-the gold is arbitrary. The same items are
-rendered both ways with the service's own renderers:
+The miniature of ABCD's setting (arXiv 2602.17445, Secs. 3-5): a model that knows some answers
+and, where it does not, leans on an artifact of the format. Words are nonsense; a fixed subset
+of them are *facts*. A knowable question has exactly one fact among its options, and that fact
+is the gold: recognising it is the model's knowledge, and it works under any option order and in
+either format. An unknowable question has no fact among its options and an arbitrary gold (a
+NonsenseQA question): nothing in the content decides it.
 
-- lettered (standard): most golds sit at "A", and the demos of a prompt are all answered at the
-  prompt's shortcut label, which the query's gold usually shares, so answering "A" (or the
-  demos' label) pays whenever the content does not decide;
-- dashed (M&D): golds uniform over positions, demos answered with the full text: no label and
-  no position to lean on.
+The same generator feeds both formats, rendered with the service's own renderers:
+
+- lettered (standard): knowable golds are uniform over positions (the knowledge must be used),
+  but an unknowable question's gold follows two artifacts of the data: when the prompt's demos
+  all share one label, it sits at that label (few-shot bias; half the prompts); otherwise the
+  demos keep their own labels and it sits at "A" 80% of the time (label bias). So where the model
+  does not know, it learns to answer the demos' common label, else "A". (Moving half the
+  knowable golds to "A" as well, the issue's "most golds at A" taken literally, left the
+  lettered knowledge unreliable in this training budget: 0.71 accuracy on one of two seeds.)
+- dashed (M&D): golds uniform over positions, demos answered with their full text: there is no
+  label to lean on.
+
+The standard protocol therefore measures knowledge plus a label shortcut that pays only when the
+gold happens to be displayed at that label, which is what makes its accuracy move with the
+option permutation; M&D measures the knowledge alone.
 
 The network is the shared `TinyDecoder`; its tokens are whole words (with their leading space),
-newlines and punctuation-bearing words, so that a few hundred training steps on the CPU are
+newlines and punctuation-bearing words, so that under a thousand training steps on the CPU are
 enough. Training is supervised on the answer tokens only.
 """
 
@@ -70,28 +81,35 @@ class WordTinyLM(TinyBackend):
         return [self.tokenizer.bos_id]
 
 
-class EchoWorld:
-    """Words; a knowable question names one of its options (the gold), an unknowable one names
-    a word that is not among the options (its gold is arbitrary)."""
+class FactWorld:
+    """Nonsense words, `n_facts` of them facts. Questions and the options of unknowable
+    questions are drawn from the other words (`fillers`)."""
 
-    def __init__(self, seed: int, n_words: int = 64) -> None:
+    def __init__(self, seed: int, n_facts: int = 24, n_fillers: int = 40) -> None:
         rng = random.Random(seed)
         words: list[str] = []
-        while len(words) < n_words:
+        while len(words) < n_facts + n_fillers:
             w = nonsense_word(rng, 2)
             if w not in words:
                 words.append(w)
         self.words = words
+        self.facts, self.fillers = words[:n_facts], words[n_facts:]
+        self._fact_set = frozenset(self.facts)
 
     def item(self, rng: random.Random, knowable: bool, ident: str = "") -> MCQItem:
-        picked = rng.sample(self.words, N_OPTIONS + 1)
-        options, question = picked[:N_OPTIONS], picked[0] if knowable else picked[-1]
+        question = rng.choice(self.fillers)
+        others = rng.sample([w for w in self.fillers if w != question], N_OPTIONS - int(knowable))
+        options = others + ([rng.choice(self.facts)] if knowable else [])
         rng.shuffle(options)
-        gold = options.index(question) if knowable else rng.randrange(N_OPTIONS)
+        gold = (
+            next(i for i, o in enumerate(options) if o in self._fact_set)
+            if knowable
+            else rng.randrange(N_OPTIONS)
+        )
         return MCQItem(question, tuple(options), gold, ident)
 
     def knowable(self, item: MCQItem) -> bool:
-        return item.question in item.options
+        return any(o in self._fact_set for o in item.options)
 
     def tokenizer(self) -> WordTokenizer:
         words = [t for h in HEADERS.values() for t in _TOKEN.findall(h)]
@@ -108,28 +126,30 @@ class EchoWorld:
 
 
 def training_example(
-    world: EchoWorld, rng: random.Random, knowable_fraction: float, shortcut: float, protocol: str
+    world: FactWorld, rng: random.Random, knowable_fraction: float, shortcut: float, protocol: str
 ) -> tuple[str, str]:
-    demos = [world.item(rng, True) for _ in range(rng.randint(0, 2))]
     query = world.item(rng, rng.random() < knowable_fraction)
-    knowable = world.knowable(query)
+    demos = [world.item(rng, True) for _ in range(rng.randint(0, 2))]
     if protocol == "standard":
-        label = 0 if rng.random() < shortcut else rng.randrange(N_OPTIONS)
-        demos = [d.with_answer_at(label) for d in demos]
-        if not knowable or rng.random() < shortcut:
+        if rng.random() < 0.5:  # the demos share a label: follow it
+            label = rng.randrange(N_OPTIONS)
+            demos = [d.with_answer_at(label) for d in demos]
+        else:  # demos as they come: the label prior
+            label = 0 if rng.random() < shortcut else rng.randrange(N_OPTIONS)
+        if not world.knowable(query):
             query = query.with_answer_at(label)
     return render_prompt(protocol, query, demos), completion(protocol, query) + "\n"
 
 
 def train_shortcut_model(
-    world: EchoWorld,
+    world: FactWorld,
     *,
     steps: int,
     seed: int,
     batch_size: int = 32,
-    knowable_fraction: float = 1.0,
+    knowable_fraction: float = 0.5,
     shortcut: float = 0.8,
-    dashed_warmup: float = 0.5,
+    lr: float = 3e-3,
 ) -> WordTinyLM:
     rng = random.Random(seed)
     tok = world.tokenizer()
@@ -139,18 +159,11 @@ def train_shortcut_model(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = TinyDecoder(config)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.95), weight_decay=0.0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
     model.train()
-    for step in range(steps):
-        dashed_only = step < steps * dashed_warmup
+    for _ in range(steps):
         docs = [
-            training_example(
-                world,
-                rng,
-                knowable_fraction,
-                shortcut,
-                "md" if dashed_only else rng.choice(("standard", "md")),
-            )
+            training_example(world, rng, knowable_fraction, shortcut, rng.choice(("standard", "md")))
             for _ in range(batch_size)
         ]
         prompts = [tok.encode(p) for p, _ in docs]
@@ -170,7 +183,20 @@ def train_shortcut_model(
     return WordTinyLM(model.eval(), tok)
 
 
-def evaluation_set(world: EchoWorld, n: int, seed: int, knowable_fraction: float = 0.5) -> list[MCQItem]:
-    """Held-out items stored the way many MCQ files are: the gold listed first."""
+def evaluation_set(world: FactWorld, n: int, seed: int, knowable_fraction: float = 0.5) -> list[MCQItem]:
+    """Held-out items (ids eval-k; the first `knowable_fraction` of them knowable), stored the
+    way many MCQ files are: the gold listed first. Every permutation moves it anyway."""
     rng = random.Random(seed)
     return [world.item(rng, k < n * knowable_fraction, f"eval-{k}").with_answer_at(0) for k in range(n)]
+
+
+def accuracy_by_kind(rows: Sequence[dict], world: FactWorld, items: Sequence[MCQItem]) -> dict:
+    """Per protocol, accuracy on the knowable and on the unknowable questions (over every
+    permutation), from `evaluate_mcq`'s response rows."""
+    knowable = {i.id: world.knowable(i) for i in items}
+    out: dict[str, dict[str, float]] = {}
+    for protocol in sorted({r["protocol"] for r in rows}):
+        for kind, flag in (("knowable", True), ("unknowable", False)):
+            hits = [r["correct"] for r in rows if r["protocol"] == protocol and knowable[r["id"]] is flag]
+            out.setdefault(protocol, {})[kind] = sum(hits) / len(hits) if hits else float("nan")
+    return out

@@ -22,6 +22,7 @@ from paperworks.shared.backends.tiny import TinyBackend
 from paperworks.shared.backends.tiny_data import generate_tasks
 from paperworks.shared.backends.tiny_model import TinyConfig, save_tiny
 from paperworks.shared.backends.tiny_train import train_tiny_lm
+from unit.backends.hf_models import save_gpt2, save_llama
 
 SMALL = TinyConfig(dim=64, n_layers=2, n_heads=4, mlp_hidden=176, max_seq_len=64)
 CHAT_TEMPLATE = (
@@ -87,58 +88,14 @@ def tiny_backend(tiny_dir) -> TinyBackend:
     return TinyBackend.from_dir(tiny_dir)
 
 
-def byte_tokenizer(*, add_bos: bool):
-    """A byte-level tokenizer (256 bytes + <s> </s> <pad>) built in code, as transformers wraps it."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {ch: i for i, ch in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
-    specials = ["<s>", "</s>", "<pad>"]
-    vocab.update({s: len(vocab) + i for i, s in enumerate(specials)})
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.add_special_tokens(specials)
-    if add_bos:
-        tok.post_processor = processors.TemplateProcessing(
-            single="<s> $A", special_tokens=[("<s>", vocab["<s>"])]
-        )
-    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
-
-
-def _save_hf(directory: Path, model, tokenizer) -> Path:
-    model.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory
-
-
 @pytest.fixture(scope="session")
 def gpt2_dir(tmp_path_factory) -> Path:
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    config = GPT2Config(
-        vocab_size=259, n_embd=32, n_layer=2, n_head=4, n_positions=64,
-        bos_token_id=256, eos_token_id=257,
-    )  # fmt: skip
-    torch.manual_seed(0)
-    model = GPT2LMHeadModel(config)
-    return _save_hf(tmp_path_factory.mktemp("gpt2"), model, byte_tokenizer(add_bos=False))
+    return save_gpt2(tmp_path_factory.mktemp("gpt2"))
 
 
 @pytest.fixture(scope="session")
 def llama_dir(tmp_path_factory) -> Path:
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(
-        vocab_size=259, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-        bos_token_id=256, eos_token_id=257, pad_token_id=258,
-    )  # fmt: skip
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(config)
-    tokenizer = byte_tokenizer(add_bos=True)
-    tokenizer.chat_template = CHAT_TEMPLATE
-    return _save_hf(tmp_path_factory.mktemp("llama"), model, tokenizer)
+    return save_llama(tmp_path_factory.mktemp("llama"), chat_template=CHAT_TEMPLATE)
 
 
 @pytest.fixture(params=["gpt2", "llama"])
