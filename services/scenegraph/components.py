@@ -1,0 +1,133 @@
+"""Pieces every relation model shares: the union-box encoder, the frequency prior, classifiers.
+
+- `UnionEncoder` is the benchmark's relation feature extractor in miniature: the
+  union box's RoIAlign features plus the two "rect" masks that mark where the
+  subject and object lie inside the union box (Zellers et al., MOTIFS, sec. 4),
+  projected to one vector per pair.
+- `FrequencyPrior` is MOTIFS' frequency bias: an embedding of the (subject class,
+  object class) pair initialized with log p(predicate | subject, object) counted
+  on the training annotations (background = unannotated pairs) and trained on.
+- `PrototypeClassifier` scores a representation by cosine similarity to
+  learned predicate prototypes at a learned temperature (PE-Net, Zheng et al.
+  CVPR 2023, eq. 8), with PE-Net's prototype regularizers.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from paperworks.services.scenegraph.features import UNION_POOL, Features
+from paperworks.services.scenegraph.geometry import union_boxes
+from paperworks.services.scenegraph.sample import Sample
+from torch import nn
+
+
+def pair_mask(feats: Features) -> torch.Tensor:
+    """[B, N, N] bool: ordered pairs of two distinct, present objects."""
+    return feats.rel_labels >= 0
+
+
+def rect_masks(boxes: torch.Tensor, pool: int = UNION_POOL) -> torch.Tensor:
+    """[B, N, 4] -> [B, N, N, 2, pool, pool]: subject / object box inside the pair's union box."""
+    n = boxes.shape[1]
+    s, o = boxes[:, :, None, :].expand(-1, -1, n, -1), boxes[:, None, :, :].expand(-1, n, -1, -1)
+    u = union_boxes(s, o)
+    steps = (torch.arange(pool, dtype=boxes.dtype) + 0.5) / pool
+    xs = u[..., 0:1] + steps * (u[..., 2:3] - u[..., 0:1])  # [B, N, N, pool]
+    ys = u[..., 1:2] + steps * (u[..., 3:4] - u[..., 1:2])
+
+    def inside(b):
+        in_x = (xs >= b[..., 0:1]) & (xs <= b[..., 2:3])
+        in_y = (ys >= b[..., 1:2]) & (ys <= b[..., 3:4])
+        return (in_y[..., :, None] & in_x[..., None, :]).to(boxes.dtype)
+
+    return torch.stack([inside(s), inside(o)], -3)
+
+
+class UnionEncoder(nn.Module):
+    def __init__(self, channels: int, out_dim: int):
+        super().__init__()
+        self.proj = nn.Sequential(nn.Linear((channels + 2) * UNION_POOL**2, out_dim), nn.ReLU())
+
+    def forward(self, feats: Features) -> torch.Tensor:
+        """[B, N, N, out_dim]; zero where there is no pair."""
+        mask = pair_mask(feats)
+        x = torch.cat([feats.union_feats[mask].float(), rect_masks(feats.boxes)[mask]], 1)
+        out = feats.boxes.new_zeros((*mask.shape, self.proj[0].out_features))
+        out[mask] = self.proj(x.flatten(1))
+        return out
+
+
+def predicate_counts(samples: list[Sample], num_classes: int, num_predicates: int) -> torch.Tensor:
+    """[C, C, R] counts over ground-truth pairs; index 0 counts pairs without an annotation."""
+    counts = torch.zeros(num_classes, num_classes, num_predicates)
+    for s in samples:
+        labels = torch.from_numpy(s.labels)
+        n = len(labels)
+        related = torch.zeros(n, n, dtype=torch.bool)
+        for i, j, p in s.relations.tolist():
+            counts[labels[i], labels[j], p] += 1
+            related[i, j] = True
+        for i in range(n):
+            for j in range(n):
+                if i != j and not related[i, j]:
+                    counts[labels[i], labels[j], 0] += 1
+    return counts
+
+
+class FrequencyPrior(nn.Module):
+    def __init__(self, counts: torch.Tensor, eps: float = 1e-3):
+        super().__init__()
+        c, _, r = counts.shape
+        self.num_classes = c
+        log_p = torch.log((counts + eps) / (counts + eps).sum(-1, keepdim=True))
+        self.table = nn.Embedding(c * c, r)
+        with torch.no_grad():
+            self.table.weight.copy_(log_p.view(c * c, r))
+
+    def forward(self, labels: torch.Tensor) -> torch.Tensor:
+        """[B, N] labels -> [B, N, N, R] log-prior for every ordered pair."""
+        idx = labels[:, :, None] * self.num_classes + labels[:, None, :]
+        return self.table(idx)
+
+
+class LinearClassifier(nn.Module):
+    def __init__(self, dim: int, num_out: int):
+        super().__init__()
+        self.fc = nn.Linear(dim, num_out)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x)
+
+    def regularizer(self) -> torch.Tensor:
+        return self.fc.weight.new_zeros(())
+
+
+class PrototypeClassifier(nn.Module):
+    """cos(W r, W c_p) / tau over predicate prototypes c_p (PE-Net's prototype-guided learning)."""
+
+    def __init__(self, dim: int, num_out: int, proto_dim: int = 64, margin: float = 2.0):
+        super().__init__()
+        self.prototypes = nn.Parameter(torch.randn(num_out, proto_dim) * 0.5)
+        self.w_pred = nn.Sequential(nn.Linear(proto_dim, dim), nn.ReLU(), nn.Linear(dim, dim))
+        self.project = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim))
+        self.logit_scale = nn.Parameter(torch.tensor(1 / 0.07).log())
+        self.margin = margin
+
+    def protos(self) -> torch.Tensor:
+        return self.project(F.relu(self.w_pred(self.prototypes)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        r = F.normalize(self.project(F.relu(x)), dim=-1)
+        return r @ F.normalize(self.protos(), dim=-1).t() * self.logit_scale.clamp(max=4.6).exp()
+
+    def regularizer(self) -> torch.Tensor:
+        """PE-Net's prototype regularization: the l2,1 norm of the prototype similarity matrix
+        and a margin on each prototype's distance to its nearest other prototype (eqs. 10-11)."""
+        c = self.protos()
+        cn = F.normalize(c, dim=-1)
+        sim = cn @ cn.detach().t()
+        l21 = sim.norm(dim=1).sum() / sim.numel()
+        dist = torch.cdist(c, c.detach()) ** 2
+        dist = dist + torch.eye(len(c)) * 1e6
+        nearest = dist.min(dim=1).values
+        return l21 + F.relu(self.margin - nearest).mean()

@@ -1,0 +1,115 @@
+"""DS-Net's claims measured on the synthetic scenes, shared by the reproduction tests and the benchmark.
+
+One detector is trained and frozen per run (as in Scene-Graph-Benchmark.pytorch,
+every relation head sits on the same detector); every relation model then trains
+on its SGDet output and is scored in SGDet on held-out scenes:
+
+- claim 1: each base model (MOTIFS, PE-Net) with its original head and with the
+  DS-Net head: mR@100 and R@100;
+- claim 2: where the gain lands (mR@100 over non-geometric vs geometric predicates,
+  over tail vs head predicates) and how often an annotated non-geometric triplet's
+  pair is predicted with a geometric predicate (`ng_as_geo_rate`);
+- claim 3: ablations of the DS-Net head (one stream over both inputs; one-way fusion:
+  the vision stream attends to the space stream only, or the other way round).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from paperworks.services.scenegraph.components import predicate_counts
+from paperworks.services.scenegraph.detector import Detector, train_detector
+from paperworks.services.scenegraph.dsnet import DSNetConfig
+from paperworks.services.scenegraph.evaluate import evaluate
+from paperworks.services.scenegraph.features import Features, extract
+from paperworks.services.scenegraph.model import RelationConfig, RelationModel, train_relation_model
+from paperworks.services.scenegraph.pipeline import predicate_frequencies
+from paperworks.services.scenegraph.sample import Sample
+from paperworks.services.scenegraph.scenes import generate_scenes
+from paperworks.services.scenegraph.vocab import Vocabulary, synthetic_vocabulary
+from pydantic import BaseModel, Field
+
+VARIANTS = {
+    "motifs": RelationConfig(base="motifs", head="original"),
+    "motifs+dsnet": RelationConfig(base="motifs", head="dsnet"),
+    "penet": RelationConfig(base="penet", head="original"),
+    "penet+dsnet": RelationConfig(base="penet", head="dsnet"),
+    "penet+dsnet/single-stream": RelationConfig(base="penet", head="dsnet",
+                                                dsnet=DSNetConfig(streams="single")),
+    "penet+dsnet/one-way-fusion": RelationConfig(base="penet", head="dsnet",
+                                                 dsnet=DSNetConfig(fusion="space_to_vision")),
+    "penet+dsnet/vision-to-space-only": RelationConfig(base="penet", head="dsnet",
+                                                       dsnet=DSNetConfig(fusion="vision_to_space")),
+}
+
+
+@contextmanager
+def single_thread() -> Iterator[None]:
+    """Tiny models run faster on one intra-op thread, and the numbers then do not depend on the
+    machine's core count (the margins were checked this way)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+class Setup(BaseModel):
+    seed: int = 0
+    train_images: int = Field(default=400, ge=10)
+    test_images: int = Field(default=200, ge=10)
+    detector_epochs: int = Field(default=15, ge=1)
+    relation_epochs: int = Field(default=15, ge=1)
+    max_objects: int = Field(default=8, ge=2)
+
+
+@dataclass
+class Run:
+    setup: Setup
+    vocab: Vocabulary
+    test: list[Sample]
+    detector: Detector
+    train_feats: Features
+    test_feats: Features
+    counts: torch.Tensor
+    frequencies: np.ndarray
+    results: dict[str, dict] = field(default_factory=dict)
+    models: dict[str, RelationModel] = field(default_factory=dict)
+
+    def measure(self, name: str, cfg: RelationConfig | None = None) -> dict:
+        """SGDet metrics of variant `name` (trained once per run, then cached)."""
+        if name not in self.results:
+            with single_thread():
+                self._train_and_score(name, cfg)
+        return self.results[name]
+
+    def _train_and_score(self, name: str, cfg: RelationConfig | None) -> None:
+        torch.manual_seed(self.setup.seed)
+        backbone = self.detector.backbone
+        model = RelationModel(cfg or VARIANTS[name], self.vocab, self.counts, backbone.coarse_channels,
+                              backbone.fine_channels)
+        train_relation_model(model, self.train_feats, self.setup.relation_epochs, self.setup.seed)
+        self.models[name] = model
+        self.results[name] = evaluate(self.test, self.test_feats, model.predicate_scores(self.test_feats),
+                                      self.vocab, self.frequencies)
+
+
+def prepare(setup: Setup) -> Run:
+    with single_thread():
+        return _prepare(setup)
+
+
+def _prepare(setup: Setup) -> Run:
+    vocab = synthetic_vocabulary()
+    train = generate_scenes(setup.train_images, setup.seed)
+    test = generate_scenes(setup.test_images, setup.seed + 10_000)
+    detector = train_detector(train, vocab.num_classes, setup.detector_epochs, setup.seed)
+    return Run(setup, vocab, test, detector,
+               extract(detector, None, train, "sgdet", setup.max_objects),
+               extract(detector, None, test, "sgdet", setup.max_objects),
+               predicate_counts(train, vocab.num_classes, vocab.num_predicates),
+               predicate_frequencies(train, vocab.num_predicates))

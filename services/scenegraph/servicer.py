@@ -1,0 +1,108 @@
+"""ScenegraphService: the thin gRPC edge. Submit* hand jobs to the runtime; Predict loads the
+tenant's trained generator (cached by artifact hash) and answers one image inline."""
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+
+import numpy as np
+from paperworks.scenegraph.v1 import scenegraph_pb2, scenegraph_pb2_grpc
+from paperworks.services.scenegraph.dataset import check_box, decode_image, resize
+from paperworks.services.scenegraph.pipeline import SceneGraphGenerator
+from paperworks.services.scenegraph.sample import Sample
+from paperworks.services.scenegraph.sources import model_artifact
+from paperworks.shared.errors import InvalidArgument
+from paperworks.shared.rpc.runtime import ServiceRuntime
+from paperworks.shared.rpc.status import rpc_method
+
+CACHE_SIZE = 8
+MAX_TOP_K = 1000
+
+
+class _Cache:
+    """Loaded generators by artifact sha256 (content-addressed, so never stale)."""
+
+    def __init__(self, size: int = CACHE_SIZE):
+        self.size, self.items, self.lock = size, OrderedDict(), threading.Lock()
+
+    def get(self, sha: str, load):
+        with self.lock:
+            if sha not in self.items:
+                self.items[sha] = load()
+                if len(self.items) > self.size:
+                    self.items.popitem(last=False)
+            self.items.move_to_end(sha)
+            return self.items[sha]
+
+
+def given_objects(request, gen: SceneGraphGenerator, width: int, height: int
+                  ) -> tuple[str, np.ndarray, np.ndarray]:
+    """The request's boxes (image pixels) and labels, and the mode they imply: all labelled -> predcls,
+    none labelled -> sgcls (the box classifier labels them), no boxes -> sgdet."""
+    if not request.boxes:
+        return "sgdet", np.zeros((0, 4), np.float32), np.zeros(0, np.int64)
+    if len(request.boxes) > gen.cfg.max_objects:
+        raise InvalidArgument("boxes", f"at most {gen.cfg.max_objects} boxes (the model's max_objects)")
+    labelled = [bool(b.label) for b in request.boxes]
+    if any(labelled) and not all(labelled):
+        raise InvalidArgument("boxes", "label every box (PredCls) or none (SGCls), not some")
+    boxes, labels = [], []
+    for i, b in enumerate(request.boxes):
+        boxes.append(check_box([b.x1, b.y1, b.x2, b.y2], width, height, f"boxes[{i}]"))
+        if b.label and b.label not in gen.vocab.classes:
+            raise InvalidArgument(f"boxes[{i}].label", f"unknown class {b.label!r} "
+                                                       f"(known: {', '.join(gen.vocab.classes)})")
+        labels.append(gen.vocab.class_index(b.label) if b.label else 0)
+    return ("predcls" if all(labelled) else "sgcls"), np.stack(boxes), np.array(labels, np.int64)
+
+
+def predict_one(gen: SceneGraphGenerator, request) -> scenegraph_pb2.PredictResponse:
+    if not 0 <= request.top_k <= MAX_TOP_K:
+        raise InvalidArgument("top_k", f"must be 0..{MAX_TOP_K} (0 means 20)")
+    if not request.image:
+        raise InvalidArgument("image", "required: a PNG or JPEG file's bytes")
+    image = decode_image(request.image, "image")
+    width, height = image.size
+    mode, boxes, labels = given_objects(request, gen, width, height)
+    pixels, scaled = resize(image, boxes, gen.cfg.image_size)
+    scale = np.array([gen.cfg.image_size / width, gen.cfg.image_size / height] * 2, np.float32)
+    sample = Sample(pixels, scaled, labels, np.zeros((0, 3), np.int64))
+    graph = gen.predict([sample], mode, request.top_k or 20)[0]
+    reply = scenegraph_pb2.PredictResponse(mode=mode)
+    for i, (box, label, score) in enumerate(zip(graph.boxes, graph.labels, graph.scores, strict=True)):
+        x1, y1, x2, y2 = (box / scale).tolist()
+        reply.objects.append(scenegraph_pb2.DetectedObject(
+            index=i, box=scenegraph_pb2.Box(x1=x1, y1=y1, x2=x2, y2=y2, label=label), score=float(score)))
+    for t in graph.triplets:
+        reply.triplets.append(scenegraph_pb2.Triplet(
+            subject=t.subject, predicate=t.predicate, object=t.object, score=t.score, geometric=t.geometric))
+    return reply
+
+
+class ScenegraphServicer(scenegraph_pb2_grpc.ScenegraphServiceServicer):
+    def __init__(self, rt: ServiceRuntime):
+        self.rt = rt
+        self.cache = _Cache()
+
+    @rpc_method
+    async def SubmitTrain(self, request, context):
+        return scenegraph_pb2.SubmitTrainResponse(job=await self.rt.submit(context, "train", request))
+
+    @rpc_method
+    async def SubmitEvaluate(self, request, context):
+        return scenegraph_pb2.SubmitEvaluateResponse(job=await self.rt.submit(context, "evaluate", request))
+
+    @rpc_method
+    async def SubmitPredict(self, request, context):
+        return scenegraph_pb2.SubmitPredictResponse(job=await self.rt.submit(context, "predict", request))
+
+    def _predict(self, tenant: str, request) -> scenegraph_pb2.PredictResponse:
+        if not request.train_job_id:
+            raise InvalidArgument("train_job_id", "required")
+        data, sha = model_artifact(self.rt.store, self.rt.artifacts, tenant, request.train_job_id)
+        return predict_one(self.cache.get(sha, lambda: SceneGraphGenerator.from_bytes(data)), request)
+
+    @rpc_method
+    async def Predict(self, request, context):
+        return await asyncio.to_thread(self._predict, self.rt.tenant(context), request)

@@ -1,0 +1,93 @@
+"""The scenegraph jobs: thin handlers that load inputs, call the method modules, store artifacts."""
+from __future__ import annotations
+
+import re
+
+from paperworks.services.scenegraph.drawing import draw_graph
+from paperworks.services.scenegraph.dsnet import DSNetConfig
+from paperworks.services.scenegraph.model import RelationConfig
+from paperworks.services.scenegraph.pipeline import SceneGraphGenerator, TrainConfig
+from paperworks.services.scenegraph.sources import MODEL_FILE, check_vocabulary, load_dataset, model_artifact
+from paperworks.services.scenegraph.spec import EvaluateParams, PredictParams, TrainParams
+from paperworks.shared.errors import InvalidArgument
+from paperworks.shared.tasks.context import JobContext
+
+KS = (20, 50, 100)
+
+
+def _generator(ctx: JobContext, job_id: str) -> SceneGraphGenerator:
+    tenant = ctx.store.get(None, None, ctx.job_id).tenant
+    data, _ = model_artifact(ctx.store, ctx.artifacts, tenant, job_id)
+    return SceneGraphGenerator.from_bytes(data)
+
+
+def _headline(metrics: dict) -> dict:
+    return {k: round(metrics[k], 4) for k in [f"{m}@{k}" for m in ("R", "ngR", "mR") for k in KS]}
+
+
+def run_train(params: TrainParams, ctx: JobContext) -> dict:
+    total = params.detector_epochs + params.relation_epochs
+    ctx.progress(0, total, stage="loading", message="reading the dataset")
+    vocab, samples = load_dataset(params.dataset, params.image_size)
+    if not any(len(s.relations) for s in samples):
+        raise InvalidArgument("dataset", "no image has a relation to learn from")
+    cfg = TrainConfig(
+        relation=RelationConfig(base=params.base, head=params.head,
+                                dsnet=DSNetConfig(**params.dsnet.model_dump())),
+        image_size=params.image_size, detector_epochs=params.detector_epochs,
+        relation_epochs=params.relation_epochs, max_objects=params.max_objects, seed=params.seed)
+    history: dict[str, list[float]] = {"detector": [], "relation": []}
+
+    def progress(stage: str, step: int, steps: int, loss: float) -> None:
+        history[stage].append(round(loss, 5))
+        done = step + (params.detector_epochs if stage == "relation" else 0)
+        ctx.progress(done, total, stage=stage, message=f"epoch {step}/{steps} loss {loss:.4f}")
+
+    gen = SceneGraphGenerator.train(samples, vocab, cfg, progress)
+    ctx.put_artifact(MODEL_FILE, gen.to_bytes(), "application/octet-stream")
+    frequencies = {vocab.predicate_name(r): int(n) for r, n in enumerate(gen.train_frequencies) if r}
+    ctx.put_json("training.json", {"config": cfg.model_dump(), "losses": history,
+                                   "predicate_frequencies": frequencies, "vocabulary": vocab.model_dump()})
+    return {"images": len(samples), "relations": int(sum(len(s.relations) for s in samples)),
+            "base": params.base, "head": params.head, "detector_loss": history["detector"][-1],
+            "relation_loss": history["relation"][-1], "first_relation_loss": history["relation"][0]}
+
+
+def run_evaluate(params: EvaluateParams, ctx: JobContext) -> dict:
+    gen = _generator(ctx, params.train_job_id)
+    ctx.progress(0, 2, stage="loading", message="reading the dataset")
+    vocab, samples = load_dataset(params.dataset, gen.cfg.image_size)
+    check_vocabulary(gen.vocab, vocab)
+    modes = tuple(dict.fromkeys(params.modes)) or ("predcls", "sgcls", "sgdet")
+    ctx.progress(1, 2, stage="evaluating", message=", ".join(modes))
+    metrics = gen.evaluate(samples, modes)
+    ctx.put_json("evaluation.json", metrics)
+    ctx.progress(2, 2, stage="done")
+    return {"images": len(samples), "modes": {m: _headline(v) for m, v in metrics.items()},
+            "mR@100_non_geometric": {m: round(v["mR@100_non_geometric"], 4) for m, v in metrics.items()}}
+
+
+def run_predict(params: PredictParams, ctx: JobContext) -> dict:
+    gen = _generator(ctx, params.train_job_id)
+    vocab, samples = load_dataset(params.dataset, gen.cfg.image_size)
+    check_vocabulary(gen.vocab, vocab)
+    graphs = []
+    for start in range(0, len(samples), 64):
+        chunk = samples[start:start + 64]
+        graphs += gen.predict(chunk, "sgdet", params.top_k)
+        ctx.progress(min(start + 64, len(samples)), len(samples), stage="predicting")
+    out = []
+    for k, (sample, graph) in enumerate(zip(samples, graphs, strict=True)):
+        objects = zip(graph.boxes, graph.labels, graph.scores, strict=True)
+        out.append({"id": sample.image_id, "objects": [
+            {"index": i, "box": [round(float(v), 2) for v in box], "label": label,
+             "score": round(float(s), 4)}
+            for i, (box, label, s) in enumerate(objects)],
+            "triplets": [{"subject": t.subject, "predicate": t.predicate, "object": t.object,
+                          "score": round(t.score, 5), "geometric": t.geometric} for t in graph.triplets]})
+        if k < params.max_drawings:
+            name = re.sub(r"[^A-Za-z0-9_.-]", "_", sample.image_id or str(k))
+            ctx.put_artifact(f"{name}.png", draw_graph(sample.image, graph), "image/png")
+    ctx.put_json("scene_graphs.json", {"mode": "sgdet", "image_size": gen.cfg.image_size, "images": out})
+    return {"images": len(out), "triplets": sum(len(g["triplets"]) for g in out),
+            "drawn": min(len(out), params.max_drawings)}

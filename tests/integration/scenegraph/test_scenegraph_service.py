@@ -1,0 +1,158 @@
+"""The scenegraph service over real gRPC on the embedded stack: train from a scenes.json dataset,
+evaluate, predict a batch, and the sync Predict RPC with its field-naming errors."""
+from __future__ import annotations
+
+import io
+import json
+
+import grpc
+import numpy as np
+import pytest
+from paperworks.scenegraph.v1 import scenegraph_pb2
+from paperworks.services.scenegraph.dataset import write_json
+from paperworks.services.scenegraph.scenes import generate_scenes
+from paperworks.services.scenegraph.vocab import synthetic_vocabulary
+from paperworks.shared.client import Client
+from paperworks.shared.rpc.convert import PROTO_TO_STATE
+from paperworks.shared.rpc.status import field_violations
+from PIL import Image
+from support import TOKENS, start_stack
+
+SMALL = {"detector_epochs": 2, "relation_epochs": 2, "max_objects": 6}
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    s = start_stack(tmp_path_factory.mktemp("scenegraph-stack"), services=("scenegraph",))
+    yield s
+    s.down()
+
+
+@pytest.fixture(scope="module")
+def client(stack):
+    with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def scenes():
+    return generate_scenes(32, seed=11)
+
+
+@pytest.fixture(scope="module")
+def dataset_path(tmp_path_factory, scenes):
+    return str(write_json(scenes, synthetic_vocabulary(), tmp_path_factory.mktemp("scenegraph-data")))
+
+
+def done(client, job):
+    final = client.wait(job.id, timeout=300)
+    assert PROTO_TO_STATE[final.state] == "SUCCEEDED", final.error.message
+    return final
+
+
+@pytest.fixture(scope="module")
+def trained(client, dataset_path):
+    return done(client, client.submit("scenegraph", "train", dataset={"path": dataset_path}, base="penet",
+                                      **SMALL))
+
+
+def test_train_stores_the_generator_and_its_history(trained, client, tmp_path):
+    r = trained.result
+    assert r["images"] == 32 and r["base"] == "penet" and r["head"] == "dsnet"
+    assert r["relation_loss"] < r["first_relation_loss"]
+    assert {a.name for a in trained.artifacts} == {"model.safetensors", "training.json"}
+    paths = {p.name: p for p in client.pull_artifacts(trained.id, tmp_path)}
+    history = json.loads(paths["training.json"].read_text())
+    assert len(history["losses"]["detector"]) == 2 and history["vocabulary"]["geometric"][0] == "near"
+
+
+def test_evaluate_reports_the_benchmark_metrics_per_mode(client, trained, dataset_path):
+    job = client.submit("scenegraph", "evaluate", train_job_id=trained.id, dataset={"path": dataset_path},
+                        modes=["predcls", "sgdet"])
+    result = done(client, job).result
+    assert set(result["modes"]) == {"predcls", "sgdet"}
+    for metrics in result["modes"].values():
+        assert set(metrics) == {f"{m}@{k}" for m in ("R", "ngR", "mR") for k in (20, 50, 100)}
+        assert 0 <= metrics["R@20"] <= metrics["R@100"] <= metrics["ngR@100"] <= 1
+
+
+def test_predict_batch_writes_scene_graphs_and_drawings(client, trained, tmp_path):
+    job = client.submit("scenegraph", "predict", train_job_id=trained.id,
+                        dataset={"synthetic": {"seed": 5, "images": 4}}, top_k=5, max_drawings=2)
+    final = done(client, job)
+    assert final.result["images"] == 4 and final.result["drawn"] == 2
+    paths = {p.name: p for p in client.pull_artifacts(final.id, tmp_path)}
+    graphs = json.loads(paths["scene_graphs.json"].read_text())["images"]
+    assert len(graphs) == 4 and all(len(g["triplets"]) <= 5 for g in graphs)
+    pngs = [p for name, p in paths.items() if name.endswith(".png")]
+    assert len(pngs) == 2 and pngs[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _png(image: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(image).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def test_predict_rpc_returns_objects_and_ranked_triplets(client, trained, scenes):
+    stub = client.stub("scenegraph")
+    s = scenes[0]
+    vocab = synthetic_vocabulary()
+    boxes = [scenegraph_pb2.Box(x1=b[0], y1=b[1], x2=b[2], y2=b[3], label=vocab.classes[c])
+             for b, c in zip(s.boxes.tolist(), s.labels.tolist(), strict=True)]
+    request = scenegraph_pb2.PredictRequest(train_job_id=trained.id, image=_png(s.image), boxes=boxes,
+                                            top_k=4)
+    reply = stub.Predict(request, metadata=client.metadata, timeout=60)
+    assert reply.mode == "predcls" and [o.box.label for o in reply.objects] == [b.label for b in boxes]
+    scores = [t.score for t in reply.triplets]
+    assert len(scores) == min(4, len(boxes) * (len(boxes) - 1)) and scores == sorted(scores, reverse=True)
+    detected = stub.Predict(scenegraph_pb2.PredictRequest(train_job_id=trained.id, image=_png(s.image)),
+                            metadata=client.metadata, timeout=60)
+    assert detected.mode == "sgdet"
+
+
+def test_bad_inputs_are_invalid_argument_naming_the_field(client, trained, scenes):
+    stub = client.stub("scenegraph")
+    image = _png(scenes[0].image)
+    cases = [
+        ([scenegraph_pb2.Box(x1=0, y1=0, x2=10, y2=10, label="person"),
+          scenegraph_pb2.Box(x1=50, y1=50, x2=70, y2=60, label="horse")], "boxes[1]"),
+        ([scenegraph_pb2.Box(x1=0, y1=0, x2=10, y2=10, label="dragon")], "boxes[0].label"),
+    ]
+    for boxes, field in cases:
+        with pytest.raises(grpc.RpcError) as exc:
+            stub.Predict(scenegraph_pb2.PredictRequest(train_job_id=trained.id, image=image, boxes=boxes),
+                         metadata=client.metadata, timeout=60)
+        assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert [f for f, _ in field_violations(exc.value)] == [field]
+    before = len(client.list("scenegraph", page_size=500)[0])
+    with pytest.raises(grpc.RpcError) as exc:
+        client.submit("scenegraph", "train", dataset={"synthetic": {"seed": 1}}, image_size=20)
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert [f for f, _ in field_violations(exc.value)] == ["image_size"]
+    assert len(client.list("scenegraph", page_size=500)[0]) == before
+    with pytest.raises(grpc.RpcError) as exc:
+        stub.Predict(scenegraph_pb2.PredictRequest(train_job_id="scenegraph-missing", image=image),
+                     metadata=client.metadata, timeout=30)
+    assert exc.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_a_dataset_with_an_unknown_class_fails_the_job_naming_it(client, tmp_path, scenes):
+    path = write_json(scenes[:4], synthetic_vocabulary(), tmp_path)
+    doc = json.loads(path.read_text())
+    doc["images"][2]["objects"][0]["label"] = "dragon"
+    path.write_text(json.dumps(doc))
+    job = client.submit("scenegraph", "train", dataset={"path": str(path)}, **SMALL)
+    final = client.wait(job.id, timeout=120)
+    assert PROTO_TO_STATE[final.state] == "FAILED"
+    assert [v.field for v in final.error.field_violations] == ["dataset.path: images[2].objects[0].label"]
+    assert "dragon" in final.error.message
+
+
+def test_another_tenant_cannot_use_the_model(stack, trained, scenes):
+    with Client(endpoints=stack.endpoints, token=TOKENS["bob"]) as bob:
+        with pytest.raises(grpc.RpcError) as exc:
+            bob.stub("scenegraph").Predict(scenegraph_pb2.PredictRequest(train_job_id=trained.id,
+                                                                         image=_png(scenes[0].image)),
+                                           metadata=bob.metadata, timeout=30)
+        assert exc.value.code() == grpc.StatusCode.NOT_FOUND

@@ -1,0 +1,103 @@
+"""The frequency prior, the predicate split as configuration, and the DS-Net head's routing."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from paperworks.services.scenegraph.components import FrequencyPrior, predicate_counts
+from paperworks.services.scenegraph.dsnet import DSNetConfig
+from paperworks.services.scenegraph.features import UNION_POOL, Features
+from paperworks.services.scenegraph.model import RelationConfig, RelationModel
+from paperworks.services.scenegraph.sample import Sample
+from paperworks.services.scenegraph.vocab import Vocabulary
+
+
+def _sample(labels, relations) -> Sample:
+    n = len(labels)
+    return Sample(np.zeros((8, 8, 3), np.uint8), np.zeros((n, 4), np.float32), np.array(labels),
+                  np.array(relations).reshape(-1, 3))
+
+
+def test_predicate_counts_and_frequency_prior_are_log_p_predicate_given_classes():
+    samples = [_sample([0, 1], [[0, 1, 2]]), _sample([0, 1, 1], [[0, 1, 2], [0, 2, 1]])]
+    counts = predicate_counts(samples, num_classes=2, num_predicates=3)
+    assert counts[0, 1].tolist() == [0, 1, 2]  # (class 0 -> class 1): one "1", two "2", no background
+    assert counts[1, 0].tolist() == [3, 0, 0]  # unannotated ordered pairs count as background
+    assert counts[1, 1].tolist() == [2, 0, 0]
+    prior = FrequencyPrior(counts)
+    logp = prior(torch.tensor([[0, 1]])).detach()
+    assert logp.shape == (1, 2, 2, 3)
+    assert logp[0, 0, 1].exp().tolist() == pytest.approx([0, 1 / 3, 2 / 3], abs=2e-3)
+    assert logp[0, 0, 1].exp().sum() == pytest.approx(1.0)
+
+
+def test_the_predicate_split_is_configuration():
+    v = Vocabulary(classes=["x"], predicates=["on", "has", "near"], geometric=["near", "on"])
+    assert v.geometric_ids == [1, 3] and v.non_geometric_ids == [2]
+    assert v.num_predicates == 4 and v.predicate_name(0) == "__background__"
+    with pytest.raises(ValueError, match="geometric names predicates that do not exist"):
+        Vocabulary(classes=["x"], predicates=["on"], geometric=["under"])
+
+
+def _random_features(n_img=2, n=4, obj_dim=4 * 16, fine=3, num_classes=3, num_predicates=4):
+    g = torch.Generator().manual_seed(0)
+    xy = torch.rand(n_img, n, 2, generator=g) * 40
+    wh = torch.rand(n_img, n, 2, generator=g) * 15 + 4
+    rel = torch.randint(0, num_predicates, (n_img, n, n), generator=g)
+    rel[:, torch.arange(n), torch.arange(n)] = -1
+    return Features(boxes=torch.cat([xy, xy + wh], -1),
+                    labels=torch.randint(0, num_classes, (n_img, n), generator=g),
+                    scores=torch.ones(n_img, n), valid=torch.ones(n_img, n, dtype=torch.bool),
+                    obj_feats=torch.randn(n_img, n, obj_dim, generator=g).half(),
+                    union_feats=torch.randn(n_img, n, n, fine, UNION_POOL, UNION_POOL, generator=g).half(),
+                    rel_labels=rel, gt_index=torch.arange(n).repeat(n_img, 1), image_size=64)
+
+
+VOCAB = Vocabulary(classes=["a", "b", "c"], predicates=["on", "riding", "near"], geometric=["on", "near"])
+SMALL_DSNET = RelationConfig(base="motifs", dsnet=DSNetConfig(dim=16, heads=2), hidden=16, union_dim=16)
+
+
+@pytest.mark.parametrize("base", ["motifs", "penet"])
+@pytest.mark.parametrize("head", ["original", "dsnet"])
+def test_every_model_gives_a_distribution_and_a_finite_loss(base, head):
+    torch.manual_seed(0)
+    counts = torch.rand(3, 3, 4) * 5
+    model = RelationModel(RelationConfig(base=base, head=head, dsnet=DSNetConfig(dim=16, heads=2), hidden=16,
+                                         union_dim=16), VOCAB, counts, coarse_channels=4, fine_channels=3)
+    feats = _random_features()
+    out = model(feats)
+    assert out["logits"].shape == (2, 4, 4, 4)
+    loss = model.loss(feats, out)
+    loss.backward()
+    assert torch.isfinite(loss)
+    probs = model.predicate_scores(feats)
+    assert probs.sum(-1).allclose(torch.ones(2, 4, 4))
+
+
+def test_dsnet_takes_geometric_logits_from_the_space_stream_and_the_rest_from_the_vision_stream():
+    torch.manual_seed(0)
+    model = RelationModel(SMALL_DSNET, VOCAB, torch.rand(3, 3, 4), coarse_channels=4, fine_channels=3)
+    head = model.head
+    assert head.space_classifier.fc.out_features == 3 and head.vision_classifier.fc.out_features == 2
+    feats = _random_features()
+    model.eval()
+    base = model(feats)
+    with torch.no_grad():
+        head.vision_classifier.fc.bias[1] += 3.0  # "riding" in the vision stream
+    bumped = model(feats)
+    change = bumped["logits"] - base["logits"]
+    # riding moves up; the geometric predicates move only through the shared log Pv(background)
+    assert (change[..., 2] > 0).all()
+    assert torch.allclose(change[..., 1], change[..., 3], atol=1e-5)
+    with torch.no_grad():
+        head.space_classifier.fc.bias[1] += 3.0  # "on" in the space stream
+    again = model(feats)["logits"] - bumped["logits"]
+    assert torch.allclose(again[..., 2], torch.zeros_like(again[..., 2]), atol=1e-5)  # riding untouched
+    assert (again[..., 1] > 0).all()
+
+
+def test_a_pair_labelled_with_the_other_groups_predicate_is_no_negative_for_a_stream():
+    model = RelationModel(SMALL_DSNET, VOCAB, torch.rand(3, 3, 4), coarse_channels=4, fine_channels=3)
+    # full ids: 0 background, 1 on, 2 riding, 3 near -> the stream's own {background} + group, -1 elsewhere
+    assert model.space_map.tolist() == [0, 1, -1, 2]
+    assert model.vision_map.tolist() == [0, -1, 1, -1]
