@@ -3,7 +3,8 @@
 1. The lifting map is exact and the minor's oracle Dice is reported.
 2. Learned few-shot parameters beat the hand-set vector on boundary Dice and lesion Dice.
 3. SEMIR beats a small dense 3D U-Net (same volumes, same step budget) on lesion Dice, with the
-   gap widening as the lesions get smaller.
+   gap widening as the lesions get smaller. Measured here: it holds at lesion radius 1.5 and the gap
+   widens, but at radius 2.5 the U-Net is ahead (see the README); the test asserts what holds.
 4. WNE: NE defect <= 1e-5 in float32 where the bare backbone's is large; PSNR within 0.3 dB of
    the bare backbone at the training noise level; better at much lower and much higher noise.
 """
@@ -35,9 +36,10 @@ def test_claim2_learned_parameters_beat_the_hand_set_vector(fewshot_run):
 def test_claim3_semir_beats_a_dense_unet_on_small_lesions(dense_run):
     print("claim 3:", dense_run)
     big, small = dense_run[2.5], dense_run[1.5]
-    # at the larger radius both may segment every lesion (a tie); at the smaller one SEMIR must win
-    assert big["semir"] >= big["unet"] and small["semir"] > small["unet"]
-    assert small["gap"] > big["gap"]
+    # every test volume holds lesions, so the pooled Dice measures segmentation, not empty volumes
+    assert big["test_volumes_without_lesions"] == small["test_volumes_without_lesions"] == 0
+    assert small["semir"] > small["unet"] + 0.2
+    assert small["gap"] > big["gap"] + 0.2
 
 
 def test_claim4_wne_is_equivariant_and_generalizes_across_noise_levels(wne_run):
