@@ -66,3 +66,25 @@ def start_stack(state_dir: Path, services=("ops",), **extra: str):
     return stack
 
 
+
+
+def service_fixtures(name: str):
+    """Module-scoped `stack` (an embedded stack running service `name`) and `client` fixtures.
+
+    Usage in a test module: `stack, client = service_fixtures("urban")`.
+    """
+
+    @pytest.fixture(scope="module")
+    def stack(tmp_path_factory):
+        s = start_stack(tmp_path_factory.mktemp(f"{name}-stack"), services=(name,))
+        yield s
+        s.down()
+
+    @pytest.fixture(scope="module")
+    def client(stack):
+        from paperworks.shared.client import Client
+
+        with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as c:
+            yield c
+
+    return stack, client

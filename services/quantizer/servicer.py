@@ -5,13 +5,12 @@ job's checkpoint on the packed kernels, loaded once per checkpoint (cached by sh
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections import OrderedDict
 from pathlib import Path
 
 from paperworks.quantizer.v1 import quantizer_pb2, quantizer_pb2_grpc
 from paperworks.shared.backends import InvalidModel, InvalidRequest
 from paperworks.shared.errors import InvalidArgument
+from paperworks.shared.rpc.model_cache import ModelCache
 from paperworks.shared.rpc.runtime import ServiceRuntime
 from paperworks.shared.rpc.status import rpc_method
 
@@ -21,20 +20,6 @@ from .spec import ModelSource
 CACHE_SIZE = 4
 MAX_PROMPTS = 64
 MAX_NEW_TOKENS = 1024
-
-
-class _Cache:
-    def __init__(self, size: int = CACHE_SIZE):
-        self.size, self.items, self.lock = size, OrderedDict(), threading.Lock()
-
-    def get(self, key: str, load):
-        with self.lock:
-            if key not in self.items:
-                self.items[key] = load()
-                if len(self.items) > self.size:
-                    self.items.popitem(last=False)
-            self.items.move_to_end(key)
-            return self.items[key]
 
 
 def check_model(model) -> None:
@@ -53,7 +38,7 @@ def _backend_call(fn, *args, **kwargs):
 class QuantizerServicer(quantizer_pb2_grpc.QuantizerServiceServicer):
     def __init__(self, rt: ServiceRuntime):
         self.rt = rt
-        self.cache = _Cache()
+        self.cache = ModelCache(CACHE_SIZE)
 
     @rpc_method
     async def SubmitQuantize(self, request, context):

@@ -3,8 +3,6 @@ tenant's trained generator (cached by artifact hash) and answers one image inlin
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections import OrderedDict
 
 import numpy as np
 from paperworks.scenegraph.v1 import scenegraph_pb2, scenegraph_pb2_grpc
@@ -13,27 +11,12 @@ from paperworks.services.scenegraph.pipeline import SceneGraphGenerator
 from paperworks.services.scenegraph.sample import Sample
 from paperworks.services.scenegraph.sources import model_artifact
 from paperworks.shared.errors import InvalidArgument
+from paperworks.shared.rpc.model_cache import ModelCache
 from paperworks.shared.rpc.runtime import ServiceRuntime
 from paperworks.shared.rpc.status import rpc_method
 
 CACHE_SIZE = 8
 MAX_TOP_K = 1000
-
-
-class _Cache:
-    """Loaded generators by artifact sha256 (content-addressed, so never stale)."""
-
-    def __init__(self, size: int = CACHE_SIZE):
-        self.size, self.items, self.lock = size, OrderedDict(), threading.Lock()
-
-    def get(self, sha: str, load):
-        with self.lock:
-            if sha not in self.items:
-                self.items[sha] = load()
-                if len(self.items) > self.size:
-                    self.items.popitem(last=False)
-            self.items.move_to_end(sha)
-            return self.items[sha]
 
 
 def given_objects(request, gen: SceneGraphGenerator, width: int, height: int
@@ -83,7 +66,7 @@ def predict_one(gen: SceneGraphGenerator, request) -> scenegraph_pb2.PredictResp
 class ScenegraphServicer(scenegraph_pb2_grpc.ScenegraphServiceServicer):
     def __init__(self, rt: ServiceRuntime):
         self.rt = rt
-        self.cache = _Cache()
+        self.cache = ModelCache(CACHE_SIZE)
 
     @rpc_method
     async def SubmitTrain(self, request, context):

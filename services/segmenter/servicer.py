@@ -5,8 +5,6 @@ the tenant's trained model (cached by artifact sha256) and answer inline for vol
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections import OrderedDict
 
 import numpy as np
 from paperworks.segmenter.v1 import segmenter_pb2, segmenter_pb2_grpc
@@ -15,26 +13,13 @@ from paperworks.services.segmenter.models import Denoiser, Segmenter, structure_
 from paperworks.services.segmenter.sources import job_artifact
 from paperworks.services.segmenter.volumes import Volume
 from paperworks.shared.errors import InvalidArgument
+from paperworks.shared.rpc.model_cache import ModelCache
 from paperworks.shared.rpc.runtime import ServiceRuntime
 from paperworks.shared.rpc.status import rpc_method
 from paperworks.shared.rpc.tensors import from_numpy, to_numpy
 
 CACHE_SIZE = 8
 INLINE_MAX_VOXELS = 128**3
-
-
-class _Cache:
-    def __init__(self, size: int = CACHE_SIZE):
-        self.size, self.items, self.lock = size, OrderedDict(), threading.Lock()
-
-    def get(self, sha: str, load):
-        with self.lock:
-            if sha not in self.items:
-                self.items[sha] = load()
-                if len(self.items) > self.size:
-                    self.items.popitem(last=False)
-            self.items.move_to_end(sha)
-            return self.items[sha]
 
 
 def request_volume(request) -> Volume:
@@ -70,7 +55,7 @@ def request_volume(request) -> Volume:
 class SegmenterServicer(segmenter_pb2_grpc.SegmenterServiceServicer):
     def __init__(self, rt: ServiceRuntime):
         self.rt = rt
-        self.cache = _Cache()
+        self.cache = ModelCache(CACHE_SIZE)
 
     @rpc_method
     async def SubmitFitMinorParams(self, request, context):

@@ -3,8 +3,6 @@ tenant's pretrained encoder / fitted probe (cached by artifact hash) and answer 
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections import OrderedDict
 
 import numpy as np
 from paperworks.services.urban.encoder import UrbanEncoder
@@ -12,6 +10,7 @@ from paperworks.services.urban.inputs import feature_set, used_modalities
 from paperworks.services.urban.probe import Probe
 from paperworks.services.urban.sources import job_artifact
 from paperworks.shared.errors import InvalidArgument
+from paperworks.shared.rpc.model_cache import ModelCache
 from paperworks.shared.rpc.runtime import ServiceRuntime
 from paperworks.shared.rpc.status import rpc_method
 from paperworks.shared.rpc.tensors import from_numpy
@@ -20,26 +19,10 @@ from paperworks.urban.v1 import urban_pb2, urban_pb2_grpc
 CACHE_SIZE = 8
 
 
-class _Cache:
-    """Loaded checkpoints by artifact sha256 (content-addressed, so never stale)."""
-
-    def __init__(self, size: int = CACHE_SIZE):
-        self.size, self.items, self.lock = size, OrderedDict(), threading.Lock()
-
-    def get(self, sha: str, load):
-        with self.lock:
-            if sha not in self.items:
-                self.items[sha] = load()
-                if len(self.items) > self.size:
-                    self.items.popitem(last=False)
-            self.items.move_to_end(sha)
-            return self.items[sha]
-
-
 class UrbanServicer(urban_pb2_grpc.UrbanServiceServicer):
     def __init__(self, rt: ServiceRuntime):
         self.rt = rt
-        self.cache = _Cache()
+        self.cache = ModelCache(CACHE_SIZE)
 
     @rpc_method
     async def SubmitPretrain(self, request, context):

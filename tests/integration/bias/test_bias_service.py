@@ -13,12 +13,11 @@ from paperworks.services.bias.builtin.options import PlantedTargetOptions
 from paperworks.services.bias.builtin.planted_target import PlantedTarget
 from paperworks.services.bias.cab.taxonomy import DEFAULT_TAXONOMY
 from paperworks.shared.backends.tiny_model import TinyConfig, TinyDecoder, save_tiny
-from paperworks.shared.client import Client
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.status import field_violations
 from paperworks.v1 import jobs_pb2
 from reproduction.bias.openai_server import LocalOpenAIServer
-from support import TOKENS, start_stack
+from support import service_fixtures
 
 BUILTIN = {
     "target": {"kind": "builtin", "builtin": "planted-target", "options": {"seed": 1}},
@@ -26,17 +25,7 @@ BUILTIN = {
 }
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    s = start_stack(tmp_path_factory.mktemp("bias-stack"), services=("bias",))
-    yield s
-    s.down()
-
-
-@pytest.fixture(scope="module")
-def client(stack):
-    with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as c:
-        yield c
+stack, client = service_fixtures("bias")
 
 
 @pytest.fixture(scope="module")

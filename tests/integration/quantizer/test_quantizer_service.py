@@ -19,23 +19,13 @@ from paperworks.shared.client import Client
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.status import field_violations
 from paperworks.v1 import jobs_pb2
-from support import TOKENS, start_stack
+from support import TOKENS, service_fixtures
 
 DATA = {"stdlib": {"files": 8, "max_chars": 4000, "seed": 1}}
 SMALL = {"seq_len": 32, "batch_size": 4, "calibration_windows": 4}
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    s = start_stack(tmp_path_factory.mktemp("quantizer-stack"), services=("quantizer",))
-    yield s
-    s.down()
-
-
-@pytest.fixture(scope="module")
-def client(stack):
-    with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as c:
-        yield c
+stack, client = service_fixtures("quantizer")
 
 
 @pytest.fixture(scope="module")

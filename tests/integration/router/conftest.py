@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from paperworks.shared.client import Client
-from support import TOKENS, start_stack
+from support import service_fixtures
 
 HELPERS = Path(__file__).resolve().parents[2] / "unit" / "router"
 
@@ -24,17 +23,7 @@ def _load(name: str):
     return sys.modules[module_name]
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    s = start_stack(tmp_path_factory.mktemp("router-stack"), services=("router",))
-    yield s
-    s.down()
-
-
-@pytest.fixture(scope="module")
-def client(stack):
-    with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as c:
-        yield c
+stack, client = service_fixtures("router")
 
 
 @pytest.fixture(scope="module")

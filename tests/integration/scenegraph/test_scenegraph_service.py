@@ -16,22 +16,12 @@ from paperworks.shared.client import Client
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.status import field_violations
 from PIL import Image
-from support import TOKENS, start_stack
+from support import TOKENS, service_fixtures
 
 SMALL = {"detector_epochs": 2, "relation_epochs": 2, "max_objects": 6}
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    s = start_stack(tmp_path_factory.mktemp("scenegraph-stack"), services=("scenegraph",))
-    yield s
-    s.down()
-
-
-@pytest.fixture(scope="module")
-def client(stack):
-    with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as c:
-        yield c
+stack, client = service_fixtures("scenegraph")
 
 
 @pytest.fixture(scope="module")

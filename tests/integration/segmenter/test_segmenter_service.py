@@ -18,23 +18,13 @@ from paperworks.shared.client import Client
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.status import field_violations
 from paperworks.shared.rpc.tensors import from_numpy, to_numpy
-from support import TOKENS, start_stack
+from support import TOKENS, service_fixtures
 
 CFG = synthetic.PhantomConfig(size=24, lesions=2, lesion_radius=2.0)
 SPACING = (1.0, 0.8, 0.8)
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    s = start_stack(tmp_path_factory.mktemp("segmenter-stack"), services=("segmenter",))
-    yield s
-    s.down()
-
-
-@pytest.fixture(scope="module")
-def client(stack):
-    with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as c:
-        yield c
+stack, client = service_fixtures("segmenter")
 
 
 @pytest.fixture(scope="module")

@@ -13,23 +13,13 @@ from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.status import field_violations
 from paperworks.shared.rpc.tensors import from_numpy, to_numpy
 from paperworks.urban.v1 import urban_pb2
-from support import TOKENS, start_stack
+from support import TOKENS, service_fixtures
 
 WORLD = world.WorldConfig(seed=5, cities=2, locations_per_city=80)
 SMALL = {"embed_dim": 16, "heads": 2, "layers": 1, "steps": 30, "batch_size": 64}
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    s = start_stack(tmp_path_factory.mktemp("urban-stack"), services=("urban",))
-    yield s
-    s.down()
-
-
-@pytest.fixture(scope="module")
-def client(stack):
-    with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as c:
-        yield c
+stack, client = service_fixtures("urban")
 
 
 @pytest.fixture(scope="module")
