@@ -11,7 +11,6 @@ from __future__ import annotations
 import pytest
 
 BASES = ("motifs", "penet")
-pytestmark = pytest.mark.timeout(900)  # the first test also trains the shared detector
 MIN_GAIN = 0.02  # the paper reports +1.3 to +6.1 mR@100 (measured here: +4.3 to +13.4)
 MAX_RECALL_DROP = 0.04
 
