@@ -14,8 +14,14 @@ import threading
 
 
 def _reset(sock: socket.socket) -> None:
+    """Ends the connection for the peer now. close() alone would not: while a pump thread is
+    blocked in recv() on the socket the kernel keeps it open, and the peer (a client, or the
+    database backend holding its transaction's locks) would wait on a silent connection.
+    shutdown() wakes that recv; the zero linger turns the final close into a reset."""
     with contextlib.suppress(OSError):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
     with contextlib.suppress(OSError):
         sock.close()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import UTC, datetime
 
 import pytest
 from paperworks.shared.db.jobs import Acquired, Busy, Gone, LeaseLost
@@ -150,12 +151,16 @@ def test_stranded_jobs_are_announced_again(store):
     store.acquire(orphan.id, lease_s=30, max_attempts=5)
     time.sleep(0.3)
     assert store.requeue_stranded("ops", queued_for_s=60, stale_lease_s=60) == []
+    announced_at = datetime.now(UTC)
     requeued = store.requeue_stranded("ops", queued_for_s=0.2, stale_lease_s=0.2)
     assert sorted(requeued) == sorted([lost.id, orphan.id])
     with store.db.session() as s:
         intake = s.query(OutboxMessage).filter_by(key=lost.id, topic="paperworks.ops.jobs").count()
     assert intake == 2
-    assert store.requeue_stranded("ops", queued_for_s=0.2, stale_lease_s=0.2) == []  # not twice at once
+    # not twice at once: announcing restarts each job's clock (no wall-clock race in the check)
+    for job_id in requeued:
+        updated = store.get(None, "ops", job_id).updated_at
+        assert (updated if updated.tzinfo else updated.replace(tzinfo=UTC)) >= announced_at
 
 
 def test_a_takeover_reattaching_an_artifact_name_keeps_one_reference_to_the_last_bytes(store):
