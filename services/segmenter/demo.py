@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from google.protobuf.json_format import MessageToDict
 from paperworks.segmenter.v1 import segmenter_pb2
 from paperworks.services.segmenter import synthetic, volumes
 from paperworks.shared.demo import console, follow
@@ -37,7 +38,7 @@ def run(client, out: Path) -> None:
         client.submit("segmenter", "train_segmenter", minor_job_id=fit.id, dataset=DATA, steps=150),
         "segmenter.train_segmenter",
     )
-    console.print(f"GINE classifiers, train Dice {dict(train.result['train_dice'])}")
+    console.print(f"GINE classifiers, train Dice {MessageToDict(train.result['train_dice'])}")
     den = _done(
         client,
         client.submit("segmenter", "train_denoiser", dataset=DATA, steps=150),
@@ -57,7 +58,7 @@ def run(client, out: Path) -> None:
         "segmenter.denoise",
     )
     seg = _done(client, client.get(chain.result["segment_job_id"]), "segmenter.segment (chained)")
-    console.print(f"chained segment {seg.id}: structures (voxels) {dict(seg.result['structures'])}")
+    console.print(f"chained segment {seg.id}: structures (voxels) {MessageToDict(seg.result['structures'])}")
     image, _ = synthetic.phantom(synthetic.PhantomConfig(), 99)
     reply = client.stub("segmenter").Segment(
         segmenter_pb2.SegmentRequest(model_job_id=train.id, image_nifti=volumes.write_nifti(image)),
