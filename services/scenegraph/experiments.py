@@ -14,8 +14,6 @@ on its SGDet output and is scored in SGDet on held-out scenes:
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,6 +28,7 @@ from paperworks.services.scenegraph.pipeline import predicate_frequencies
 from paperworks.services.scenegraph.sample import Sample
 from paperworks.services.scenegraph.scenes import generate_scenes
 from paperworks.services.scenegraph.vocab import Vocabulary, synthetic_vocabulary
+from paperworks.shared.threads import single_thread
 from pydantic import BaseModel, Field
 
 VARIANTS = {
@@ -46,16 +45,6 @@ VARIANTS = {
 }
 
 
-@contextmanager
-def single_thread() -> Iterator[None]:
-    """Tiny models run faster on one intra-op thread, and the numbers then do not depend on the
-    machine's core count (the margins were checked this way)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 class Setup(BaseModel):

@@ -17,7 +17,8 @@ import torch
 from paperworks.services.urban.encoder import FeatureSet
 from paperworks.services.urban.location import DEFAULT_SCALES, LocationEncoder
 from paperworks.services.urban.model import _mlp, contrastive_loss
-from paperworks.services.urban.train import PretrainConfig, batches, lr_factor, single_thread
+from paperworks.services.urban.train import PretrainConfig, batches, lr_factor
+from paperworks.shared.threads import single_thread
 from torch import nn
 
 IMAGERY = "imagery"

@@ -67,7 +67,7 @@ class Probe:
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> Probe:
         """`y`: floats (regression) or class indices into `classes` (classification)."""
-        from paperworks.services.urban.train import single_thread
+        from paperworks.shared.threads import single_thread
 
         with single_thread():
             return self._fit(x, y)

@@ -8,14 +8,14 @@ from seeded generators so a run is reproducible.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 from paperworks.services.urban.encoder import FeatureSet, UrbanEncoder
 from paperworks.services.urban.model import DEFAULT_RECONSTRUCTION_WEIGHT, urbanfusion_loss
+from paperworks.shared.threads import single_thread
 
 
 @dataclass(frozen=True)
@@ -29,15 +29,6 @@ class PretrainConfig:
     seed: int = 0
 
 
-@contextmanager
-def single_thread() -> Iterator[None]:
-    """Tiny models: one intra-op thread is faster than several, and far faster on a busy machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def batches(n: int, batch_size: int, steps: int, seed: int):

@@ -19,7 +19,6 @@ import asyncio
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import threading
@@ -33,6 +32,7 @@ ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results" / "load.json"
 sys.path.insert(0, str(ROOT.parent))
 
+from bare_celery import bare_noop_task  # noqa: E402
 from paperworks.shared.client import AsyncClient  # noqa: E402
 from paperworks.shared.db.engine import Database  # noqa: E402
 from paperworks.shared.db.models import (  # noqa: E402
@@ -187,33 +187,13 @@ async def bare_grpc(calls: int, clients: int) -> dict:
 
 def bare_celery_drain(broker_url: str, tasks: int) -> dict:
     """No-op tasks through Redis with the same worker concurrency: sent, then drained."""
-    code = (
-        "from celery import Celery\n"
-        f"app = Celery('bare', broker={broker_url!r}, backend={broker_url!r})\n"
-        "app.conf.update(task_acks_late=True, worker_prefetch_multiplier=1)\n"
-        "@app.task(name='bare.noop')\n"
-        "def noop(): return 1\n"
-    )
-    with tempfile.TemporaryDirectory() as tmp:
-        Path(tmp, "bareload.py").write_text(code)
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "bareload", "worker", "-c", str(CONCURRENCY),
-             "-P", "prefork", "--without-gossip", "--without-mingle", "-l", "WARNING"],
-            cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        sys.path.insert(0, tmp)
-        try:
-            import bareload
-
-            bareload.noop.delay().get(timeout=120)  # warm
-            start = time.perf_counter()
-            results = [bareload.noop.delay() for _ in range(tasks)]
-            for r in results:
-                r.get(timeout=600, interval=0.01)
-            wall = time.perf_counter() - start
-            return {"tasks": tasks, "seconds": wall, "per_s": tasks / wall}
-        finally:
-            worker.terminate()
-            worker.wait(timeout=30)
+    with bare_noop_task(broker_url, CONCURRENCY) as noop:
+        start = time.perf_counter()
+        results = [noop.delay() for _ in range(tasks)]
+        for r in results:
+            r.get(timeout=600, interval=0.01)
+        wall = time.perf_counter() - start
+        return {"tasks": tasks, "seconds": wall, "per_s": tasks / wall}
 
 
 def main() -> dict:

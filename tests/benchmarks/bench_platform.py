@@ -21,7 +21,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +35,7 @@ ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results" / "platform.json"
 sys.path.insert(0, str(ROOT.parent))
 
+from bare_celery import bare_noop_task  # noqa: E402
 from paperworks.ops.v1 import ops_pb2, ops_pb2_grpc  # noqa: E402
 from paperworks.shared.client import Client  # noqa: E402
 from support import TOKENS, start_stack  # noqa: E402
@@ -99,29 +99,8 @@ async def platform_submit(addr: str, clients: int) -> dict:
 @contextlib.contextmanager
 def bare_celery(broker_url: str) -> Iterator[Callable[[], None]]:
     """A no-op task's round trip through the same kind of Redis broker, with a real worker."""
-    code = (
-        "from celery import Celery\n"
-        f"app = Celery('bare', broker={broker_url!r}, backend={broker_url!r})\n"
-        "app.conf.update(task_acks_late=True, worker_prefetch_multiplier=1)\n"
-        "@app.task(name='bare.noop')\n"
-        "def noop(): return 1\n"
-    )
-    with tempfile.TemporaryDirectory() as tmp:
-        Path(tmp, "bareapp.py").write_text(code)
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "bareapp", "worker", "-c", "1", "-P", "prefork",
-             "--without-gossip", "--without-mingle", "-l", "WARNING"],
-            cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        sys.path.insert(0, tmp)
-        try:
-            import bareapp
-
-            bareapp.noop.delay().get(timeout=60)  # warm
-            yield lambda: bareapp.noop.delay().get(timeout=30, interval=0.001)
-        finally:
-            worker.terminate()
-            worker.wait(timeout=30)
+    with bare_noop_task(broker_url) as noop:
+        yield lambda: noop.delay().get(timeout=30, interval=0.001)
 
 
 def drain(client: Client, timeout_s: float = 900) -> None:

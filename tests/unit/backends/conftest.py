@@ -13,15 +13,14 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 import importlib.util
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-import torch
 from paperworks.shared.backends.tiny import TinyBackend
 from paperworks.shared.backends.tiny_data import generate_tasks
 from paperworks.shared.backends.tiny_model import TinyConfig, save_tiny
 from paperworks.shared.backends.tiny_train import train_tiny_lm
+from paperworks.shared.threads import single_thread
 from unit.backends.hf_models import save_gpt2, save_llama
 
 SMALL = TinyConfig(dim=64, n_layers=2, n_heads=4, mlp_hidden=176, max_seq_len=64)
@@ -45,21 +44,11 @@ def _load_fake_openai():
 fake_openai = _load_fake_openai()
 
 
-@contextmanager
-def one_thread():
-    """Tiny models gain nothing from intra-op threads, and on a shared 2-core machine OpenMP
-    spinning makes them several times slower; restore the setting for tests elsewhere."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
-    with one_thread():
+def _single_thread():
+    with single_thread():
         yield
 
 
@@ -74,7 +63,7 @@ def openai_server():
 def tiny_trained():
     """A small decoder trained briefly on one-digit additions (a few seconds on 2 cores)."""
     tasks = generate_tasks(3000, seed=0, kinds=("add",), max_digits=1)
-    with one_thread():
+    with single_thread():
         return train_tiny_lm([t.text for t in tasks], SMALL, steps=150, seed=0, batch_size=16)
 
 
