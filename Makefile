@@ -6,6 +6,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
+# `python -m` puts the working directory first on sys.path, and this checkout's kernels/ folder
+# would then shadow the `kernels` package transformers imports; Python 3.11 leaves it off with this.
+export PYTHONSAFEPATH := 1
+
 .PHONY: demo test proto deploy-files up down status bench lint clean
 
 $(STAMP): pyproject.toml setup.py

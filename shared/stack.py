@@ -121,6 +121,9 @@ class EmbeddedStack:
     def _plan(self) -> StackState:
         env = {k: v for k, v in self.environ.items()}
         env["PAPERWORKS_STATE_DIR"] = str(self.settings.state_dir)
+        # `python -m` would put the working directory first on sys.path; from a checkout that makes
+        # its kernels/ folder shadow the `kernels` package transformers imports.
+        env["PYTHONSAFEPATH"] = "1"
         token = secrets.token_urlsafe(24)
         if not env.get("PAPERWORKS_AUTH_TOKENS"):
             env["PAPERWORKS_AUTH_TOKENS"] = f"local:{token}"

@@ -12,7 +12,9 @@ on machines without a GPU; the CPU backends never pick Triton, so nothing else c
 from __future__ import annotations
 
 import os
+import sys
 import uuid
+from pathlib import Path
 
 import torch
 
@@ -24,6 +26,12 @@ from paperworks.shared.db.engine import Database
 from paperworks.shared.db.jobs import JobStore
 from paperworks.shared.db.migrate import upgrade
 from support import TOKENS, require_system, start_stack
+
+# `python -m pytest` from the checkout puts it first on sys.path, where its kernels/ folder shadows
+# the `kernels` package transformers imports (paperworks' own is `paperworks.kernels`); the
+# processes the tests start inherit the same guard.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parents[1]]
+os.environ["PYTHONSAFEPATH"] = "1"
 
 PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 
