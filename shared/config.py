@@ -68,6 +68,10 @@ class Settings(BaseSettings):
     relay_interval_s: float = Field(
         default=0.05, gt=0, description="Outbox poll interval (submits wake the relay at once)."
     )
+    dispatcher_idle_poll_s: float = Field(
+        default=0.25, gt=0,
+        description="An idle dispatcher looks at Kafka this often even without the relay's nudge.",
+    )
     endpoints: str = Field(
         default="", description="Client side: service=host:port,...; empty reads the stack file."
     )

@@ -17,6 +17,10 @@ from paperworks.shared.db.jobs import DLQ_TOPIC, EVENTS_TOPIC, jobs_topic
 
 log = logging.getLogger(__name__)
 
+# Tansu answers a fetch that waits for data at its deadline, not on arrival, so fetches wait
+# little: dispatchers poll only when nudged (see paperworks.shared.bus.nudge), not in a loop.
+FETCH_MAX_WAIT_MS = 2
+
 
 def bootstrap(settings: Settings) -> list[str]:
     return [s.strip() for s in settings.kafka_bootstrap_servers.split(",") if s.strip()]
@@ -45,7 +49,7 @@ def make_consumer(settings: Settings, topic: str, group_id: str) -> KafkaConsume
         session_timeout_ms=settings.kafka_session_timeout_ms,
         heartbeat_interval_ms=max(300, settings.kafka_session_timeout_ms // 3),
         max_poll_records=50,
-        fetch_max_wait_ms=20,  # Tansu answers a long poll at this deadline, not on arrival: it bounds the hop
+        fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
     )
 
 

@@ -8,6 +8,8 @@ after a broker restart the relay republishes from the database.
 A submit wakes the relay at once; other rows (events written by workers) are
 picked up by a poll every `relay_interval_s`. On SQLite a poll first asks the
 commit counter (`CommitProbe`) and skips the query when nothing was committed.
+Once job intake is in Kafka the relay nudges the service's dispatchers
+(`paperworks.shared.bus.nudge`), so they fetch it at once.
 """
 from __future__ import annotations
 
@@ -16,10 +18,12 @@ import json
 import logging
 import threading
 import time
+from datetime import datetime
 
+from paperworks.shared.bus.nudge import NudgeSender
 from paperworks.shared.config import Settings
 from paperworks.shared.db.engine import Database
-from paperworks.shared.db.jobs import OUTBOX, JobStore
+from paperworks.shared.db.jobs import OUTBOX, JobStore, jobs_topic
 from paperworks.shared.db.models import utcnow
 from sqlalchemy import Row, select, update
 
@@ -36,6 +40,8 @@ class OutboxRelay:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._probe = None  # created by the relay's own thread, which alone uses it
+        self._nudges = NudgeSender(settings, service)
+        self._intake_topic = jobs_topic(service)
 
     def _producer_or_none(self):
         if self._producer is None:
@@ -60,20 +66,31 @@ class OutboxRelay:
         if self.db.engine.dialect.name == "postgresql":
             with self.db.write() as conn:
                 rows = list(conn.execute(query.with_for_update(skip_locked=True)))
-                self._publish(rows)
-                self._mark_sent(conn, rows)
+                self._mark_sent(conn, self._publish(rows))
         else:
             with self.db.read() as s:
                 rows = list(s.execute(query))
-            self._publish(rows)
+            sent = self._publish(rows)
             if rows:
                 with self.db.write() as conn:
-                    self._mark_sent(conn, rows)
+                    self._mark_sent(conn, sent)
         return len(rows)
 
-    def _publish(self, rows: list[Row]) -> None:
-        if not rows:
-            return
+    def _publish(self, rows: list[Row]) -> list[tuple[list[Row], datetime]]:
+        """Job intake first (then the dispatchers are nudged), events after: a job's start
+        never waits behind the events of jobs before it. Returns the rows with the time
+        Kafka had them."""
+        intake = [r for r in rows if r.topic == self._intake_topic]
+        events = [r for r in rows if r.topic != self._intake_topic]
+        sent = []
+        if intake:
+            sent.append((intake, self._send(intake)))
+            self._nudges.send()
+        if events:
+            sent.append((events, self._send(events)))
+        return sent
+
+    def _send(self, rows: list[Row]) -> datetime:
         producer = self._producer_or_none()
         futures = [
             producer.send(r.topic, key=r.key, value=json.dumps(r.payload).encode()) for r in rows
@@ -81,13 +98,12 @@ class OutboxRelay:
         producer.flush(timeout=10)
         for f in futures:
             f.get(timeout=10)  # raises if the broker did not take it: the rows stay unsent
+        return utcnow()
 
     @staticmethod
-    def _mark_sent(conn, rows: list[Row]) -> None:
-        if rows:
-            conn.execute(
-                update(OUTBOX).where(OUTBOX.c.id.in_([r.id for r in rows])).values(sent_at=utcnow())
-            )
+    def _mark_sent(conn, sent: list[tuple[list[Row], datetime]]) -> None:
+        for rows, at in sent:
+            conn.execute(update(OUTBOX).where(OUTBOX.c.id.in_([r.id for r in rows])).values(sent_at=at))
 
     def _maybe_new_rows(self) -> bool:
         """False only when SQLite says no connection committed since the last look."""
@@ -159,3 +175,4 @@ class OutboxRelay:
         self._stop.set()
         self._wake.set()
         self._reset_producer()
+        self._nudges.close()
