@@ -67,13 +67,16 @@ def deferral_surrogate(
     scores: torch.Tensor, costs: torch.Tensor, margins: torch.Tensor | None = None
 ) -> torch.Tensor:
     """Mean over inputs of sum_j w_j * ell_Delta(r, x, j); `margins=None` (or zeros) is the CE
-    baseline. scores, costs: [N, A]; margins: [A]."""
+    baseline. scores: [N, A] or [K, N, A] (K rejectors trained side by side); costs: [N, A];
+    margins: [A] or [K, A]. With a leading K, the K losses are summed (their gradients stay
+    separate, each rejector having its own parameters)."""
     weights = surrogate_weights(costs)
     if margins is None:
-        per_label = -scores.log_softmax(dim=1)
+        per_label = -scores.log_softmax(dim=-1)
     else:
-        eye = torch.eye(scores.shape[1], dtype=scores.dtype, device=scores.device)
-        # shifted[i, j, :] are the scores seen by the term with label j: r_j lowered by Delta_j.
-        shifted = scores[:, None, :] - margins[:, None] * eye
-        per_label = torch.logsumexp(shifted, dim=2) - (scores - margins[None, :])
-    return (weights * per_label).sum(dim=1).mean()
+        eye = torch.eye(scores.shape[-1], dtype=scores.dtype, device=scores.device)
+        margins = margins.expand(*scores.shape[:-2], scores.shape[-1])
+        # shifted[..., i, j, :] are the scores seen by the term with label j: r_j lowered by Delta_j.
+        shifted = scores.unsqueeze(-2) - (margins[..., :, None] * eye).unsqueeze(-3)
+        per_label = torch.logsumexp(shifted, dim=-1) - (scores - margins.unsqueeze(-2))
+    return (weights * per_label).sum(dim=-1).mean(dim=-1).sum()

@@ -27,7 +27,14 @@ from paperworks.services.router.rejector import (
     fit_two_stage_ce,
 )
 from paperworks.services.router.remotes import RemoteAgent
-from paperworks.services.router.sdr import SPLITS, collect_traces, evaluate, fit_sdr, option_costs
+from paperworks.services.router.sdr import (
+    HIDDEN_LAYERS,
+    SPLITS,
+    collect_traces,
+    evaluate,
+    fit_sdr,
+    option_costs,
+)
 from paperworks.services.router.spec import TrainDeciderParams, TrainRejectorParams
 from paperworks.services.router.synthetic import DeferralData, SyntheticMixture
 from paperworks.services.router.text_families import PromptPool, TextFamilies
@@ -286,7 +293,7 @@ def train_decider(params: TrainDeciderParams, progress: Progress) -> TrainedPoli
         ],
         "local": local_meta,
         "layout": layout.to_dict(),
-        "layers": [-1],
+        "layers": list(HIDDEN_LAYERS),
         "max_new_tokens": params.max_new_tokens,
         "decider": {
             "dim": int(fit.module.mean.shape[0]),

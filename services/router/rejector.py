@@ -10,6 +10,7 @@ validation split"); s = 0 is among the candidates and is exactly the CE baseline
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -25,7 +26,7 @@ from paperworks.services.router.metrics import balanced_deferral_loss
 from paperworks.services.router.synthetic import DeferralData
 from torch import nn
 
-DEFAULT_SCALES = (0.0, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0)
+DEFAULT_SCALES = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 2.0, 4.0)
 
 
 @dataclass(frozen=True)
@@ -74,22 +75,62 @@ def costs_of(data: DeferralData) -> np.ndarray:
 
 def fit_rejector(data: DeferralData, config: RejectorConfig, margins: np.ndarray | None = None) -> Rejector:
     """Minimise the two-stage surrogate (with `margins`, MILD's; without, the CE baseline)."""
+    return fit_rejectors(data, config, None if margins is None else np.asarray(margins)[None, :])[0]
+
+
+def fit_rejectors(data: DeferralData, config: RejectorConfig, margins: np.ndarray | None) -> list[Rejector]:
+    """Train K rejectors side by side, one per row of `margins` [K, A] (None: one CE rejector).
+
+    Each starts from the same seeded initialisation and sees the same full batches; their
+    parameters are stacked and their losses summed, so every rejector follows exactly the AdamW
+    trajectory it would follow alone (AdamW is elementwise) while the per-step overhead that
+    dominates at this size is paid once; MILD's whole validation search costs a few fits."""
     x = torch.as_tensor(data.features, dtype=torch.float32)
     costs = torch.as_tensor(costs_of(data), dtype=torch.float32)
+    k = 1 if margins is None else len(margins)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
-        module = Rejector(x.shape[1], costs.shape[1], config.hidden)
-    module.mean.copy_(x.mean(dim=0))
-    module.std.copy_(x.std(dim=0).clamp_min(1e-6))
+        template = Rejector(x.shape[1], costs.shape[1], config.hidden)
+    template.mean.copy_(x.mean(dim=0))
+    template.std.copy_(x.std(dim=0).clamp_min(1e-6))
+    # Stacked copies of each linear layer: weights [K, in, out], biases [K, 1, out].
+    params = []
+    for linear in _linears(template):
+        params.append(nn.Parameter(linear.weight.detach().T.repeat(k, 1, 1).clone()))
+        params.append(nn.Parameter(linear.bias.detach().repeat(k, 1, 1).clone()))
     delta = None if margins is None else torch.as_tensor(margins, dtype=torch.float32)
-    optimizer = torch.optim.AdamW(module.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    module.train()
+    # Logged inputs repeat (text prompts are drawn from a pool), so the first layer runs on the
+    # distinct rows only and is gathered back: the same numbers for a fraction of the compute.
+    distinct, inverse = torch.unique(x, dim=0, return_inverse=True)
+    if len(distinct) > 0.8 * len(x):  # not worth the gather (its backward is a scatter-add)
+        distinct, inverse = x, None
+    z = ((distinct - template.mean) / template.std).expand(k, *distinct.shape).contiguous()
+    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
     for _ in range(config.steps):
-        loss = deferral_surrogate(module(x), costs, delta)
+        h = z
+        for i in range(0, len(params), 2):
+            h = torch.baddbmm(params[i + 1], h, params[i])
+            if i == 0 and inverse is not None:
+                h = h[:, inverse]
+            if i + 2 < len(params):
+                h = torch.relu(h)
+        loss = deferral_surrogate(h, costs, delta)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
-    return module.eval()
+    out = []
+    for j in range(k):
+        module = copy.deepcopy(template)
+        with torch.no_grad():
+            for n, linear in enumerate(_linears(module)):
+                linear.weight.copy_(params[2 * n][j].T)
+                linear.bias.copy_(params[2 * n + 1][j, 0])
+        out.append(module.eval())
+    return out
+
+
+def _linears(module: Rejector) -> list[nn.Linear]:
+    return [m for m in module.net.modules() if isinstance(m, nn.Linear)]
 
 
 def fit_two_stage_ce(data: DeferralData, config: RejectorConfig) -> FittedRejector:
@@ -104,20 +145,21 @@ def fit_mild(
     scales: Sequence[float] = DEFAULT_SCALES,
     on_candidate: Callable[[int, int], None] | None = None,
 ) -> FittedRejector:
-    """One rejector per margin scale; keep the lowest validation expert-balanced deferral loss."""
+    """One rejector per margin scale (trained side by side); keep the lowest validation
+    expert-balanced deferral loss (ties go to the smaller scale, listed first)."""
     frequencies = best_frequencies(costs_of(train))
     val_costs = costs_of(validation)
+    margins = np.stack([expert_margins(frequencies, scale, config.gamma) for scale in scales])
+    modules = fit_rejectors(train, config, margins)
     best: FittedRejector | None = None
     best_score = np.inf
     selection = []
-    for i, scale in enumerate(scales):
-        margins = expert_margins(frequencies, scale, config.gamma)
-        module = fit_rejector(train, config, margins)
+    for i, (scale, module) in enumerate(zip(scales, modules, strict=True)):
         score = balanced_deferral_loss(module.choose(validation.features), val_costs)
         selection.append({"scale": float(scale), "val_balanced_deferral_loss": score})
         if score < best_score - 1e-12:
             best_score = score
-            best = FittedRejector(module, "mild", margins.tolist(), float(scale))
+            best = FittedRejector(module, "mild", margins[i].tolist(), float(scale))
         if on_candidate is not None:
             on_candidate(i + 1, len(scales))
     assert best is not None

@@ -14,7 +14,7 @@ test traces, whose lookup keys the router never saw. Baselines, on the same trac
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +34,9 @@ from paperworks.services.router.remotes import RemoteAgent, remote_quality, simu
 from paperworks.shared.backends.base import ModelBackend
 
 SPLITS = ("train", "validation", "test")
+# Which entries of the local model's hidden-state stack feed the decider (negative: from the end;
+# -1 is the final, normed layer). Recorded in the policy so Route reads the same ones.
+HIDDEN_LAYERS: tuple[int, ...] = (-1,)
 
 
 @dataclass
@@ -56,10 +59,13 @@ def collect_traces(
     seed: int,
     part: int,
     max_new_tokens: int = 8,
+    layers: Sequence[int] = HIDDEN_LAYERS,
 ) -> Traces:
     """Traces for one split (`part` 0/1/2 also selects that split's lookup keys)."""
     tasks = suite.generate(n, seed=1000 * seed + part, part=part)
-    local = answer_and_features(backend, [t.prompt for t in tasks], max_new_tokens=max_new_tokens)
+    local = answer_and_features(
+        backend, [t.prompt for t in tasks], max_new_tokens=max_new_tokens, layers=layers
+    )
     families = np.array([suite.family_of(t) for t in tasks])
     columns = [np.array([float(t.check(a)) for t, a in zip(tasks, local.texts, strict=True)])]
     for i, remote in enumerate(remotes):

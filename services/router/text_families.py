@@ -1,12 +1,13 @@
 """A text-routing analogue of the MILD setting: generated prompt families and simulated experts.
 
-Prompts come from four families written from templates (casual questions, short arithmetic,
-coding requests, rare multi-step arithmetic). Four agents answer them: a free base model and three
-remote experts whose consultation prices spread 10x (0.02, 0.06, 0.20). Each agent's quality on a
-prompt is drawn around a family-dependent mean (`QUALITY`), so each family has one expert that is
-usually best after prices are paid. Family shares fall geometrically, so the expert that owns the
-rarest family (multi-step arithmetic -> the large model) is the best agent `imbalance` times
-less often than the base model. Prompts are embedded with MiniLM by the caller (`embed.py`).
+Prompts come from four families written from templates (casual questions, arithmetic, coding
+requests, rare hard multiplication that looks like arithmetic). Four agents answer them: a free
+base model and three remote experts whose consultation prices spread 10x (0.02, 0.06, 0.20).
+Each agent's quality on a prompt is drawn around a family-dependent mean (`QUALITY`), so each
+family has one expert that is usually best after prices are paid. Family shares fall
+geometrically, so the expert that owns the rarest family (hard multiplication -> the large model)
+is the best agent `imbalance` times less often than the base model. Prompts are embedded with
+MiniLM by the caller (`embed.py`).
 Not from the paper's code: a miniature of its LLM-routing experiments.
 """
 
@@ -20,7 +21,7 @@ from paperworks.services.router.synthetic import DeferralData
 
 AGENTS = ("base", "math-expert", "code-expert", "large-generalist")
 PRICES = np.array([0.0, 0.02, 0.06, 0.20])
-FAMILIES = ("chat", "arithmetic", "coding", "multi_step_arithmetic")
+FAMILIES = ("chat", "arithmetic", "coding", "hard_multiplication")
 # Mean quality of each agent (columns, AGENTS order) on each family (rows, FAMILIES order).
 QUALITY = np.array(
     [
@@ -30,7 +31,11 @@ QUALITY = np.array(
         [0.05, 0.35, 0.20, 0.92],
     ]
 )
-QUALITY_NOISE = 0.05
+# Per-draw quality noise. Kept small (0.02) because metrics group inputs by their best agent: at
+# 0.05, 0.6% of chat and 3.6% of coding prompts draw the large model as their (noisy) best agent,
+# which at 100:1 is nearly as many inputs as the minority family itself, so "minority recall"
+# would half measure noise. At 0.02 no family's best agent flips (measured: < 1e-4).
+QUALITY_NOISE = 0.02
 
 _TOPICS = [
     "movies",
@@ -78,17 +83,18 @@ def _chat(rng: random.Random) -> str:
     return rng.choice(templates).format(t=rng.choice(_TOPICS), f=rng.choice(_FEELINGS))
 
 
+_ARITHMETIC_TEMPLATES = (
+    "What is {a} {w} {b}?",
+    "Compute {a} {w} {b}.",
+    "Quick: {a} {w} {b} = ?",
+    "Calculate {a} {w} {b} please.",
+)
+
+
 def _arithmetic(rng: random.Random) -> str:
     word, _ = rng.choice(_OPS)
-    a, b = rng.randint(2, 99), rng.randint(2, 99)
-    return rng.choice(
-        [
-            "What is {a} {w} {b}?",
-            "Compute {a} {w} {b}.",
-            "Quick: {a} {w} {b} = ?",
-            "Calculate {a} {w} {b} please.",
-        ]
-    ).format(a=a, b=b, w=word)
+    a, b = rng.randint(2, 999), rng.randint(2, 999)
+    return rng.choice(_ARITHMETIC_TEMPLATES).format(a=a, b=b, w=word)
 
 
 def _coding(rng: random.Random) -> str:
@@ -102,22 +108,18 @@ def _coding(rng: random.Random) -> str:
     ).format(l=rng.choice(_LANGS), t=rng.choice(_CODE_TASKS))
 
 
-def _multi_step(rng: random.Random) -> str:
-    """Looks like `_arithmetic` (same numbers and verbs) but chains three operations: the
-    rare, hard variant only the large model solves, and a query embedding barely tells apart."""
-    (w1, _), (w2, _), (w3, _) = (rng.choice(_OPS) for _ in range(3))
-    a, b, c, d = (rng.randint(2, 99) for _ in range(4))
-    return rng.choice(
-        [
-            "What is {a} {w1} {b} {w2} {c} {w3} {d}?",
-            "Compute {a} {w1} {b} {w2} {c} {w3} {d}.",
-            "Quick: {a} {w1} {b} {w2} {c} {w3} {d} = ?",
-            "Calculate {a} {w1} {b}, then {w2} {c}, then {w3} {d} please.",
-        ]
-    ).format(a=a, b=b, c=c, d=d, w1=w1, w2=w2, w3=w3)
+def _hard_multiplication(rng: random.Random) -> str:
+    """Three-digit times three-digit, written with `_arithmetic`'s own templates: the rare, hard
+    variant only the large model solves. About a quarter of the arithmetic family (a product of
+    two three-digit numbers) reads exactly like it, so the two overlap in any query embedding and
+    the rejector must decide who gets the shared region, which is where expert imbalance bites.
+    (A minority family that MiniLM separates cleanly, as an earlier chained-operations family
+    was, is routed right by CE at every ratio and says nothing about MILD.)"""
+    a, b = rng.randint(100, 999), rng.randint(100, 999)
+    return rng.choice(_ARITHMETIC_TEMPLATES).format(a=a, b=b, w="times")
 
 
-GENERATORS = (_chat, _arithmetic, _coding, _multi_step)
+GENERATORS = (_chat, _arithmetic, _coding, _hard_multiplication)
 
 
 @dataclass(frozen=True)
