@@ -1,13 +1,15 @@
 """DS-Net at a larger scale than the reproduction tests, every baseline trained in the same run,
 plus the latency of the sync Predict path.
 
-- claims 1-3 (see paperworks.services.scenegraph.experiments) on 1000 training and 400 test
-  scenes, 20 detector and 20 relation epochs, for each seed in BENCH_SCENEGRAPH_SEEDS;
+- claims 1-3 (see paperworks.services.scenegraph.experiments) on 600 training and 600 test
+  scenes, 20 detector and 20 relation epochs, for each seed in BENCH_SCENEGRAPH_SEEDS (0 and 1):
+  about 10 minutes on one thread of a shared 2-core machine;
 - Predict: `servicer.predict_one` (PNG decode -> resize -> detector -> RoIAlign -> relation model
   -> ranked triplets) for one image per call, SGDet and PredCls, p50/p99 over 100 calls.
 
 Writes tests/benchmarks/results/scenegraph.json; prints a markdown table.
-`BENCH_SCENEGRAPH_IMAGES`, `BENCH_SCENEGRAPH_EPOCHS`, `BENCH_SCENEGRAPH_SEEDS` shrink it for a smoke run.
+`BENCH_SCENEGRAPH_IMAGES` (training), `BENCH_SCENEGRAPH_TEST_IMAGES`, `BENCH_SCENEGRAPH_EPOCHS`,
+`BENCH_SCENEGRAPH_SEEDS` resize it (a smoke run, or a larger one).
 """
 from __future__ import annotations
 
@@ -27,7 +29,8 @@ from paperworks.services.scenegraph.servicer import predict_one
 from PIL import Image
 
 RESULTS = Path(__file__).resolve().parent / "results"
-IMAGES = int(os.environ.get("BENCH_SCENEGRAPH_IMAGES", "1000"))
+IMAGES = int(os.environ.get("BENCH_SCENEGRAPH_IMAGES", "600"))
+TEST_IMAGES = int(os.environ.get("BENCH_SCENEGRAPH_TEST_IMAGES", "600"))
 EPOCHS = int(os.environ.get("BENCH_SCENEGRAPH_EPOCHS", "20"))
 SEEDS = [int(s) for s in os.environ.get("BENCH_SCENEGRAPH_SEEDS", "0,1").split(",")]
 KEYS = ("R@100", "ngR@100", "mR@100", "mR@100_geometric", "mR@100_non_geometric", "mR@100_head",
@@ -37,7 +40,7 @@ KEYS = ("R@100", "ngR@100", "mR@100", "mR@100_geometric", "mR@100_non_geometric"
 def predict_latency(run: experiments.Run, name: str, calls: int = 100) -> dict:
     cfg = TrainConfig(relation=experiments.VARIANTS[name], max_objects=run.setup.max_objects)
     gen = SceneGraphGenerator(run.vocab, cfg, run.counts, run.frequencies)
-    gen.detector, gen.relation = run.detector, run.models[name]
+    gen.detector, gen.relation = run.detector, run.models[(name, 0)]
     out = {}
     for mode in ("sgdet", "predcls"):
         lat = []
@@ -59,15 +62,18 @@ def predict_latency(run: experiments.Run, name: str, calls: int = 100) -> dict:
 def table(results: dict) -> str:
     """The README table (`make bench` -> run_all.py), rebuilt from the committed results."""
     mean = results["mean_over_seeds"]
-    rows = [f"| SGDet, mean of {len(results['seeds'])} seeds | R@100 | mR@100 | mR@100 non-geometric | "
-            "mR@100 tail | interactions predicted geometric |", "|---|---|---|---|---|---|"]
+    seeds = results["seeds"]
+    rows = [f"| SGDet, mean of {len(seeds)} seeds | R@100 | mR@100 | mR@100 per seed "
+            f"({' / '.join(map(str, seeds))}) | mR@100 non-geometric | mR@100 tail | "
+            "interactions predicted geometric |", "|---|---|---|---|---|---|---|"]
     for name, m in mean.items():
-        rows.append(f"| {name} | {m['R@100']:.3f} | {m['mR@100']:.3f} | {m['mR@100_non_geometric']:.3f} | "
-                    f"{m['mR@100_tail']:.3f} | {m['ng_as_geo_rate']:.3f} |")
+        per_seed = " / ".join(f"{results['per_seed'][str(s)][name]['mR@100']:.3f}" for s in seeds)
+        rows.append(f"| {name} | {m['R@100']:.3f} | {m['mR@100']:.3f} | {per_seed} | "
+                    f"{m['mR@100_non_geometric']:.3f} | {m['mR@100_tail']:.3f} | {m['ng_as_geo_rate']:.3f} |")
     lat = results["predict_latency_ms"]
     rows.append(f"| Predict latency p50 / p99 (1 image, ms) | SGDet {lat['sgdet']['p50_ms']:.1f} / "
                 f"{lat['sgdet']['p99_ms']:.1f} | PredCls {lat['predcls']['p50_ms']:.1f} / "
-                f"{lat['predcls']['p99_ms']:.1f} | | | |")
+                f"{lat['predcls']['p99_ms']:.1f} | | | | |")
     return "\n".join(rows)
 
 
@@ -77,16 +83,16 @@ def main() -> None:
     per_seed, latency = {}, None
     for seed in SEEDS:
         torch.manual_seed(seed)
-        setup = experiments.Setup(seed=seed, train_images=IMAGES, test_images=max(100, IMAGES * 2 // 5),
+        setup = experiments.Setup(seed=seed, train_images=IMAGES, test_images=TEST_IMAGES,
                                   detector_epochs=EPOCHS, relation_epochs=EPOCHS)
         run = experiments.prepare(setup)
-        per_seed[seed] = {name: {k: run.measure(name)[k] for k in KEYS} for name in experiments.VARIANTS}
+        per_seed[str(seed)] = {name: {k: run.measure(name)[k] for k in KEYS} for name in experiments.VARIANTS}
         for name in ("penet", "penet+dsnet", "motifs", "motifs+dsnet"):
-            per_seed[seed][name]["per_predicate_R@100"] = run.measure(name)["per_predicate_R@100"]
+            per_seed[str(seed)][name]["per_predicate_R@100"] = run.measure(name)["per_predicate_R@100"]
         print(f"seed {seed}: {time.perf_counter() - t0:.0f} s", flush=True)
         if latency is None:
             latency = predict_latency(run, "penet+dsnet")
-    mean = {name: {k: float(np.mean([per_seed[s][name][k] for s in SEEDS])) for k in KEYS}
+    mean = {name: {k: float(np.mean([per_seed[str(s)][name][k] for s in SEEDS])) for k in KEYS}
             for name in experiments.VARIANTS}
     gains = {base: {k: mean[f"{base}+dsnet"][k] - mean[base][k] for k in ("R@100", "mR@100",
                                                                           "mR@100_non_geometric",
@@ -94,7 +100,7 @@ def main() -> None:
                                                                           "ng_as_geo_rate")}
              for base in ("motifs", "penet")}
     results = {
-        "setup": {"train_images": IMAGES, "epochs": EPOCHS, "image_size": 64,
+        "setup": {"train_images": IMAGES, "test_images": TEST_IMAGES, "epochs": EPOCHS, "image_size": 64,
                   "machine": platform.processor() or platform.machine(), "threads": 1},
         "seeds": SEEDS,
         "per_seed": per_seed,

@@ -11,20 +11,27 @@ from __future__ import annotations
 import pytest
 
 BASES = ("motifs", "penet")
-MIN_GAIN = 0.02  # the paper reports +1.3 to +6.1 mR@100 (measured here: +4.3 to +13.4)
+MIN_GAIN = 0.02  # the paper reports +1.3 to +6.1 mR@100 (here, 3-seed means: +0.026 MOTIFS, +0.092 PE-Net)
 MAX_RECALL_DROP = 0.04
+# Claims 1 and 2 compare means over this many relation-training seeds (one detector, one scene set):
+# with one seed, MOTIFS' gain from the head ranged from -0.006 to +0.049 mR@100 (seeds 0-2).
+TRAINING_SEEDS = 3
+
+
+def _pair(run, base):
+    return tuple(run.measure_over_seeds(name, TRAINING_SEEDS) for name in (base, f"{base}+dsnet"))
 
 
 @pytest.mark.parametrize("base", BASES)
 def test_dsnet_head_raises_mean_recall_and_keeps_recall(sgg_run, base):
-    original, dsnet = sgg_run.measure(base), sgg_run.measure(f"{base}+dsnet")
+    original, dsnet = _pair(sgg_run, base)
     assert dsnet["mR@100"] >= original["mR@100"] + MIN_GAIN, (original["mR@100"], dsnet["mR@100"])
     assert dsnet["R@100"] >= original["R@100"] - MAX_RECALL_DROP, (original["R@100"], dsnet["R@100"])
 
 
 @pytest.mark.parametrize("base", BASES)
 def test_gain_lands_on_non_geometric_and_tail_predicates(sgg_run, base):
-    original, dsnet = sgg_run.measure(base), sgg_run.measure(f"{base}+dsnet")
+    original, dsnet = _pair(sgg_run, base)
     ng_gain = dsnet["mR@100_non_geometric"] - original["mR@100_non_geometric"]
     geo_gain = dsnet["mR@100_geometric"] - original["mR@100_geometric"]
     assert ng_gain >= 0.05 and ng_gain > geo_gain + 0.05, (ng_gain, geo_gain)
@@ -35,24 +42,28 @@ def test_gain_lands_on_non_geometric_and_tail_predicates(sgg_run, base):
 
 @pytest.mark.parametrize("base", BASES)
 def test_geometric_over_prediction_falls(sgg_run, base):
-    original, dsnet = sgg_run.measure(base), sgg_run.measure(f"{base}+dsnet")
+    original, dsnet = _pair(sgg_run, base)
     # annotated interactions whose pair's top-1 predicate is geometric
     assert dsnet["ng_as_geo_rate"] <= original["ng_as_geo_rate"] - 0.05
     # the geometric share of top-1 predictions on annotated pairs
     assert dsnet["geo_share_predicted"] < original["geo_share_predicted"]
 
 
-def test_one_stream_for_both_groups_loses_part_of_the_gain(sgg_run):
+ABLATIONS = ("single-stream", "one-way-fusion", "no-fusion")
+
+
+@pytest.mark.parametrize("ablation", ABLATIONS)
+def test_the_gain_survives_each_ablation_of_streams_and_fusion(sgg_run, ablation):
+    """Claim 3 as far as it reproduces here. The paper says one stream only, or one-way fusion, each lose
+    part of the gain; at this scale neither loss is separable from the seed noise (README, claim 3):
+    over seeds 0-2 the full head's edge over one stream was +0.006 to +0.044 mR@100, over one-way fusion
+    -0.037 to +0.054, over no fusion at all -0.004 to +0.058. What holds on every seed is that the gain
+    comes with the DS-Net head's split output (a classifier and a loss per predicate group, merged as
+    p(g) = Ps(g) Pv(bg)), which every ablation keeps: each still beats the original PE-Net head by
+    MIN_GAIN (measured: +0.034 to +0.150). The ablation's edge over or under the full head is printed
+    (shown with `pytest -rA` or `-s`), not asserted."""
     original, full = sgg_run.measure("penet"), sgg_run.measure("penet+dsnet")
-    single = sgg_run.measure("penet+dsnet/single-stream")
-    assert single["mR@100"] <= full["mR@100"] - 0.02, (single["mR@100"], full["mR@100"])
-    assert single["mR@100"] >= original["mR@100"] - 0.01, (single["mR@100"], original["mR@100"])
-
-
-def test_one_way_fusion_keeps_the_gain_at_this_scale(sgg_run):
-    """Fusing space -> vision only keeps most of the gain here: the bidirectional head's edge over it
-    was -0.017 to +0.033 mR@100 over seeds 0-2, inside the seed noise (README), so only the part
-    that holds is asserted: the one-way head still beats the original head."""
-    original = sgg_run.measure("penet")
-    one_way = sgg_run.measure("penet+dsnet/one-way-fusion")
-    assert one_way["mR@100"] >= original["mR@100"] + MIN_GAIN, (one_way["mR@100"], original["mR@100"])
+    ablated = sgg_run.measure(f"penet+dsnet/{ablation}")
+    numbers = {"penet": original["mR@100"], "penet+dsnet": full["mR@100"], ablation: ablated["mR@100"]}
+    print(f"mR@100 {numbers}; full head minus {ablation}: {full['mR@100'] - ablated['mR@100']:+.3f}")
+    assert ablated["mR@100"] >= original["mR@100"] + MIN_GAIN, numbers

@@ -1,6 +1,8 @@
 """The frequency prior, the predicate split as configuration, and the DS-Net head's routing."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -101,3 +103,38 @@ def test_a_pair_labelled_with_the_other_groups_predicate_is_no_negative_for_a_st
     # full ids: 0 background, 1 on, 2 riding, 3 near -> the stream's own {background} + group, -1 elsewhere
     assert model.space_map.tolist() == [0, 1, -1, 2]
     assert model.vision_map.tolist() == [0, -1, 1, -1]
+
+
+def _dsnet_model(fusion: str) -> RelationModel:
+    torch.manual_seed(0)
+    cfg = SMALL_DSNET.model_copy(update={"dsnet": DSNetConfig(dim=16, heads=2, fusion=fusion)})
+    return RelationModel(cfg, VOCAB, torch.rand(3, 3, 4), coarse_channels=4, fine_channels=3).eval()
+
+
+@pytest.mark.parametrize("fusion", ["none", "bidirectional"])
+def test_the_no_fusion_ablation_has_no_path_between_the_streams(fusion):
+    """The no-fusion ablation keeps two streams and their losses but must not let either stream see the
+    other: the space stream's logits ignore the vision inputs (RoI and union features) and the vision
+    stream's logits ignore the space stream's weights. The bidirectional head is the control: there
+    both paths exist, so the same probes must move the other stream's logits."""
+    model = _dsnet_model(fusion)
+    feats = _random_features()
+    g = torch.Generator().manual_seed(1)
+    other = dataclasses.replace(
+        feats, obj_feats=torch.randn(feats.obj_feats.shape, generator=g).half(),
+        union_feats=torch.randn(feats.union_feats.shape, generator=g).half())
+    with torch.no_grad():
+        base = model(feats)
+        vision_changed = model(other)
+        for p in model.head.space_mlp.parameters():
+            p.add_(0.5 * torch.randn(p.shape, generator=g))
+        space_changed = model(feats)
+    assert not torch.allclose(vision_changed["aux_vision"], base["aux_vision"], atol=1e-3)  # the probes bite
+    assert not torch.allclose(space_changed["aux_space"], base["aux_space"], atol=1e-3)
+    space_unmoved = torch.allclose(vision_changed["aux_space"], base["aux_space"], atol=1e-5)
+    vision_unmoved = torch.allclose(space_changed["aux_vision"], base["aux_vision"], atol=1e-5)
+    if fusion == "none":
+        assert model.head.space_fusion is None and model.head.vision_fusion is None
+        assert space_unmoved and vision_unmoved
+    else:
+        assert not space_unmoved and not vision_unmoved
