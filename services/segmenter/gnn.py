@@ -10,7 +10,12 @@ background included. This is the voxel loss of the lifted prediction, not an app
 
 *Design choices:* node features are standardized with the training set's mean/std (stored
 with the model); 3 GINE layers, width 32, residual, ReLU; Adam, full batch over the few-shot
-graphs.
+graphs. GINE aggregates its neighbours' messages by their *mean*, not GIN's sum: a minor's degrees
+vary widely (the background and body supernodes touch most others), and with sum aggregation the
+hubs' activations dominate and training is slow and unstable (measured on 24^3 phantoms, 4 training
+and 4 test volumes, ψ = 0.08: organ Dice 0.34 after 40 steps with the sum vs 0.82 with the mean;
+after 200 steps organ 0.80 vs 0.84, lesion 0.41 vs 0.49). An earlier, fragmented minor (hubs
+touching hundreds of one-voxel fragments) made the sum fail outright (organ 0.00 after 40 steps).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ class NodeClassifier(nn.Module):
                 nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, hidden)),
                 train_eps=True,
                 edge_dim=EDGE_FEATURES,
+                aggr="mean",
             )
             for _ in range(layers)
         )
