@@ -7,8 +7,9 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 # `python -m` puts the working directory first on sys.path, and this checkout's kernels/ folder
-# would then shadow the `kernels` package transformers imports; Python 3.11 leaves it off with this.
-export PYTHONSAFEPATH := 1
+# would then shadow the `kernels` package transformers imports; PYTHONSAFEPATH leaves it off.
+# (Scripts are fine: they get their own folder, which the benchmarks' sibling imports rely on.)
+RUN_MODULE := PYTHONSAFEPATH=1 $(BIN)/python -m
 
 .PHONY: demo test proto deploy-files up down status bench lint clean
 
@@ -21,16 +22,16 @@ $(STAMP): pyproject.toml setup.py
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m paperworks.shared.demo
+	$(RUN_MODULE) paperworks.shared.demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(RUN_MODULE) pytest -q
 
 proto: $(STAMP)
-	$(BIN)/python -m paperworks.shared.protogen
+	$(RUN_MODULE) paperworks.shared.protogen
 
 deploy-files: $(STAMP)
-	$(BIN)/python -m paperworks.shared.deploy
+	$(RUN_MODULE) paperworks.shared.deploy
 
 up: $(STAMP)
 	$(BIN)/paperworks up
