@@ -88,3 +88,13 @@ def service_fixtures(name: str):
             yield c
 
     return stack, client
+
+
+def clears_its_spread(gains) -> tuple[bool, str]:
+    """Mean gain > 2 standard errors of the per-seed gains: a margin sized by this run's spread."""
+    import numpy as np
+
+    g = np.asarray(gains, dtype=np.float64)
+    margin = 2 * g.std(ddof=1) / np.sqrt(len(g))
+    why = f"mean gain {g.mean():.4f} vs 2 s.e. {margin:.4f}, per seed {np.round(g, 4)}"
+    return bool(g.mean() > margin), why

@@ -22,7 +22,7 @@ from paperworks.services.router.deferral import (
     deferral_surrogate,
     expert_margins,
 )
-from paperworks.services.router.metrics import balanced_deferral_loss
+from paperworks.services.router.metrics import balanced_deferral_loss, deferral_report
 from paperworks.services.router.synthetic import DeferralData
 from torch import nn
 
@@ -192,3 +192,20 @@ def coverage_curve(module: Rejector, data: DeferralData, points: int = 33) -> li
             }
         )
     return curve
+
+
+def compare_ce_and_mild(
+    train: DeferralData,
+    validation: DeferralData,
+    test: DeferralData,
+    config: RejectorConfig,
+    scales: Sequence[float] = DEFAULT_SCALES,
+) -> dict[str, dict]:
+    """The two-stage CE baseline and MILD fitted on the same splits: each one's test deferral report
+    and margin scale (the comparison the reproduction tests and the benchmark make)."""
+    out = {}
+    for name, fitted in (("ce", fit_two_stage_ce(train, config)),
+                         ("mild", fit_mild(train, validation, config, scales))):
+        report = deferral_report(fitted.choose(test.features), costs_of(test), test.errors)
+        out[name] = {**report, "scale": fitted.scale}
+    return out

@@ -36,14 +36,11 @@ sys.path.insert(0, str(ROOT.parent))
 
 from paperworks.router.v1 import router_pb2, router_pb2_grpc  # noqa: E402
 from paperworks.services.router.embed import minilm  # noqa: E402
-from paperworks.services.router.metrics import deferral_report  # noqa: E402
 from paperworks.services.router.pipelines import train_decider  # noqa: E402
 from paperworks.services.router.plots import decider_png  # noqa: E402
 from paperworks.services.router.rejector import (  # noqa: E402
     RejectorConfig,
-    costs_of,
-    fit_mild,
-    fit_two_stage_ce,
+    compare_ce_and_mild,
 )
 from paperworks.services.router.spec import TrainDeciderParams  # noqa: E402
 from paperworks.services.router.synthetic import SyntheticMixture  # noqa: E402
@@ -57,21 +54,11 @@ CALLS = int(os.environ.get("BENCH_CALLS", "400"))
 
 
 def compare_losses(train, validation, test, seed: int) -> dict:
-    config = RejectorConfig(seed=seed)
-    out = {}
-    for name, fitted in (
-        ("ce", fit_two_stage_ce(train, config)),
-        ("mild", fit_mild(train, validation, config)),
-    ):
-        r = deferral_report(fitted.choose(test.features), costs_of(test), test.errors)
-        out[name] = {
-            "balanced_deferral_loss": r["balanced_deferral_loss"],
-            "deferral_loss": r["deferral_loss"],
-            "minority_recall": r["recall"][-1],
-            "system_accuracy": r["system_accuracy"],
-            "margin_scale": fitted.scale,
-        }
-    return out
+    compared = compare_ce_and_mild(train, validation, test, RejectorConfig(seed=seed))
+    return {name: {"balanced_deferral_loss": r["balanced_deferral_loss"], "deferral_loss": r["deferral_loss"],
+                   "minority_recall": r["recall"][-1], "system_accuracy": r["system_accuracy"],
+                   "margin_scale": r["scale"]}
+            for name, r in compared.items()}
 
 
 def summarize_runs(runs: list[dict]) -> dict:

@@ -12,43 +12,23 @@ recall) must exceed 2 standard errors of the per-seed gains measured in this run
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from paperworks.services.router.metrics import deferral_report
-from paperworks.services.router.rejector import RejectorConfig, costs_of, fit_mild, fit_two_stage_ce
+from paperworks.services.router.rejector import RejectorConfig, compare_ce_and_mild
 from paperworks.services.router.synthetic import SyntheticMixture
+from support import clears_its_spread
 
 IMBALANCES = (10, 100)
 SEEDS = (0, 1, 2, 3)
 STEPS = 400
 
 
-def clears_its_spread(gains: list[float]) -> tuple[bool, str]:
-    """Mean gain > 2 standard errors of the per-seed gains: a margin sized by this run's spread."""
-    g = np.asarray(gains, dtype=np.float64)
-    margin = 2 * g.std(ddof=1) / np.sqrt(len(g))
-    return bool(
-        g.mean() > margin
-    ), f"mean gain {g.mean():.4f} vs 2 s.e. {margin:.4f}, per seed {np.round(g, 4)}"
-
-
 def measure(imbalance: float, seed: int) -> dict:
     mixture = SyntheticMixture(imbalance=imbalance, seed=seed)
     train, validation, test = mixture.sample(1500, 0), mixture.sample(1000, 1), mixture.sample(3000, 2)
-    config = RejectorConfig(seed=seed, steps=STEPS)
-    out = {}
-    for name, fitted in (
-        ("ce", fit_two_stage_ce(train, config)),
-        ("mild", fit_mild(train, validation, config)),
-    ):
-        report = deferral_report(fitted.choose(test.features), costs_of(test), test.errors)
-        out[name] = {
-            "balanced": report["balanced_deferral_loss"],
-            "loss": report["deferral_loss"],
-            "minority_recall": report["recall"][-1],
-            "scale": fitted.scale,
-        }
-    return out
+    compared = compare_ce_and_mild(train, validation, test, RejectorConfig(seed=seed, steps=STEPS))
+    return {name: {"balanced": r["balanced_deferral_loss"], "minority_recall": r["recall"][-1],
+                   "scale": r["scale"]}
+            for name, r in compared.items()}
 
 
 @pytest.fixture(scope="module")

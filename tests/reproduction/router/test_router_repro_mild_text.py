@@ -17,25 +17,15 @@ recall) must exceed 2 standard errors of the per-seed gains measured in this run
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from paperworks.services.router.metrics import deferral_report
-from paperworks.services.router.rejector import RejectorConfig, costs_of, fit_mild, fit_two_stage_ce
+from paperworks.services.router.rejector import RejectorConfig, compare_ce_and_mild
 from paperworks.services.router.text_families import PromptPool, TextFamilies
+from support import clears_its_spread
 
 IMBALANCES = (10, 100)
 SEEDS = (0, 1, 2)
 STEPS = 400
 SCALES = (0.0, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0)
-
-
-def clears_its_spread(gains: list[float]) -> tuple[bool, str]:
-    """Mean gain > 2 standard errors of the per-seed gains: a margin sized by this run's spread."""
-    g = np.asarray(gains, dtype=np.float64)
-    margin = 2 * g.std(ddof=1) / np.sqrt(len(g))
-    return bool(
-        g.mean() > margin
-    ), f"mean gain {g.mean():.4f} vs 2 s.e. {margin:.4f}, per seed {np.round(g, 4)}"
 
 
 @pytest.fixture(scope="module")
@@ -52,18 +42,12 @@ def results(pool):
             families = TextFamilies(pool, imbalance=imbalance, seed=seed)
             train, validation, test = (families.sample(n, part) for part, n in enumerate((2000, 2000, 2000)))
             config = RejectorConfig(seed=seed, steps=STEPS)
-            row = {}
-            for name, fitted in (
-                ("ce", fit_two_stage_ce(train, config)),
-                ("mild", fit_mild(train, validation, config, SCALES)),
-            ):
-                report = deferral_report(fitted.choose(test.features), costs_of(test), test.errors)
-                row[name] = {
-                    "balanced": report["balanced_deferral_loss"],
-                    "minority_recall": report["recall"][-1],
-                    "scale": fitted.scale,
-                }
-            table[(imbalance, seed)] = row
+            compared = compare_ce_and_mild(train, validation, test, config, SCALES)
+            table[(imbalance, seed)] = {
+                name: {"balanced": r["balanced_deferral_loss"], "minority_recall": r["recall"][-1],
+                       "scale": r["scale"]}
+                for name, r in compared.items()
+            }
     print("\nimbalance seed | balanced CE -> MILD | minority recall CE -> MILD | scale")
     for (imb, seed), r in table.items():
         print(
