@@ -12,6 +12,11 @@ earlier consistent commit, never corrupt it.
 The job path writes through Core connections (`Database.write`): a trivial job
 makes a handful of one-row transactions, and the ORM's unit of work would cost
 more than the database does.
+
+PostgreSQL connections get libpq TCP keepalives and a user timeout, and the
+server ends a session left idle inside a transaction: a half-open connection
+(a peer that vanished without a FIN) would otherwise keep its row locks and
+stall every writer behind it. A URL that sets any of these keeps its own value.
 """
 from __future__ import annotations
 
@@ -19,11 +24,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 READ_ONLY = "paperworks_read_only"
+# Dead peers are noticed within about a minute; the relay holds its outbox rows for at most
+# its 10 s publish timeouts, so a minute idle in a transaction is never a live session.
+POSTGRES_CONNECT_DEFAULTS = {
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 60_000,
+    "options": "-c idle_in_transaction_session_timeout=60000",
+}
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -48,7 +63,9 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
         _configure_sqlite(engine)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+    given = make_url(url).query
+    defaults = {k: v for k, v in POSTGRES_CONNECT_DEFAULTS.items() if k not in given}
+    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10, connect_args=defaults)
 
 
 @lru_cache(maxsize=8)

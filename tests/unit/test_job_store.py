@@ -177,3 +177,21 @@ def test_a_takeover_reattaching_an_artifact_name_keeps_one_reference_to_the_last
     assert refs == {"out.json": ("b" * 64, 4), "other.json": ("a" * 64, 3)}
     seqs = [e.seq for e in store.events_after(job.id, 0)]
     assert seqs == list(range(1, len(seqs) + 1))
+
+
+def test_postgres_sessions_drop_dead_peers_and_idle_transactions(pg_url):
+    """A half-open connection must not keep row locks forever: keepalives on the client,
+    idle-in-transaction timeout on the server; a URL's own setting wins."""
+    from paperworks.shared.db.engine import make_engine
+    from sqlalchemy import text
+
+    engine = make_engine(pg_url)
+    with engine.connect() as conn:
+        assert conn.execute(text("SHOW idle_in_transaction_session_timeout")).scalar() == "1min"
+        params = conn.connection.dbapi_connection.info.get_parameters()
+        assert params["keepalives"] == "1" and params["tcp_user_timeout"] == "60000"
+    engine.dispose()
+    engine = make_engine(pg_url + "?keepalives_idle=5")
+    with engine.connect() as conn:
+        assert conn.connection.dbapi_connection.info.get_parameters()["keepalives_idle"] == "5"
+    engine.dispose()
