@@ -136,15 +136,16 @@ def linear_variants(n: int, m: int, x: torch.Tensor) -> tuple[dict, dict]:
     return fns, sizes
 
 
-def bench_linear(read_gbps: float) -> list[dict]:
+def bench_linear(read_gbps: float, batches: list[int] = BATCHES) -> list[dict]:
     rows = []
+    threads = torch.get_num_threads()
     for n, m in SHAPES:
-        for batch in BATCHES:
+        for batch in batches:
             x = torch.randn(batch, m, generator=torch.Generator().manual_seed(1))
             fns, sizes = linear_variants(n, m, x)
             times = timed_round_robin(fns)
             fp32 = times["fp32"]["median_s"]
-            row = {"out": n, "in": m, "batch": batch, "variants": {}}
+            row = {"out": n, "in": m, "batch": batch, "threads": threads, "variants": {}}
             for name, t in times.items():
                 row["variants"][name] = {
                     **t,
@@ -156,7 +157,7 @@ def bench_linear(read_gbps: float) -> list[dict]:
                     "bytes_limit_s": sizes[name] / (read_gbps * 1e9),
                 }
             rows.append(row)
-            print(f"linear {n}x{m} batch {batch}: " + ", ".join(
+            print(f"linear {n}x{m} batch {batch}, {threads} threads: " + ", ".join(
                 f"{k} {v['median_s'] * 1e3:.2f} ms ({v['speedup_vs_fp32']:.1f}x)"
                 for k, v in row["variants"].items()), flush=True)
     return rows
@@ -261,6 +262,14 @@ def main() -> dict:
     print(f"memory: read {results['bandwidth']['read_GBps']:.1f} GB/s, copy (read+write) "
           f"{results['bandwidth']['copy_GBps']:.1f} GB/s", flush=True)
     results["linear"] = bench_linear(results["bandwidth"]["read_GBps"])
+    # on a shared 2-vCPU machine every parallel region can wait a scheduler tick for a
+    # descheduled thread; one thread has no barriers, so its ratios survive background load
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        results["linear_one_thread"] = bench_linear(results["bandwidth"]["read_GBps"], [1, 16])
+    finally:
+        torch.set_num_threads(threads)
     results["sinkhorn"] = bench_sinkhorn()
     results["grid"] = bench_grid()
     results["seconds"] = time.perf_counter() - started
@@ -286,13 +295,14 @@ def table(results: dict) -> str:
         "| weight (out x in) | batch | " + " | ".join(c for _, c in LINEAR_COLUMNS) + " |",
         "|---|---|" + "---|" * len(LINEAR_COLUMNS),
     ]
-    for r in results["linear"]:
+    for r in results["linear"] + results.get("linear_one_thread", []):
         cells = []
         for key, _ in LINEAR_COLUMNS:
             v = r["variants"][key]
             cells.append(f"{v['median_s'] * 1e3:.2f} ms · {v['speedup_vs_fp32']:.1f}x · "
                          f"{v['weight_GBps']:.0f} GB/s")
-        rows.append(f"| {r['out']}x{r['in']} | {r['batch']} | " + " | ".join(cells) + " |")
+        batch = f"{r['batch']}" + (" (1 thread)" if r.get("threads") == 1 else "")
+        rows.append(f"| {r['out']}x{r['in']} | {batch} | " + " | ".join(cells) + " |")
     rows += [
         "",
         "Batch 1 against the bytes-moved limit (time to stream the weights once at the measured "

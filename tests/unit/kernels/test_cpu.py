@@ -51,6 +51,35 @@ def test_vq_linear(cpu_ops, make, batch, n, m, group, simd, seed):
     make.assert_linear_close(y, x, w, ref)
 
 
+@pytest.mark.parametrize("batch", [1, 3, 9])
+def test_linear_large_enough_for_every_thread(cpu_ops, make, batch):
+    """Row groups split over threads, a ragged last group and a masked last column chunk."""
+    n, m = 333, 1800
+    x = torch.randn(batch, m, generator=make.generator(7))
+    for paths in (2, 3):
+        signs, alpha, w = make.binary(n, m, paths, seed=paths)
+        make.assert_linear_close(cpu.binary_linear(x, signs, alpha, None), x, w,
+                                 reference.binary_linear(x, signs, alpha, None))
+    for group in (None, 64):
+        codes, codebook, scale, w = make.vq(n, m, group, seed=9)
+        make.assert_linear_close(cpu.vq_linear(x, codes, codebook, scale, group, None), x, w,
+                                 reference.vq_linear(x, codes, codebook, scale, group, None))
+
+
+def test_linear_with_tables_shared_by_the_threads(cpu_ops, make):
+    """Tables over 4 MiB are built once by the team instead of per thread."""
+    n, m = 40, 4100  # 64 batch rows x 1152 quads x 16 floats of sign tables
+    x = torch.randn(64, m, generator=make.generator(8))
+    signs, alpha, w = make.binary(n, m, 2, seed=4)
+    make.assert_linear_close(cpu.binary_linear(x, signs, alpha, None), x, w,
+                             reference.binary_linear(x, signs, alpha, None))
+    n, m = 20, 16500  # 4160 quads x 256 codes of VQ tables, per batch row
+    x = torch.randn(2, m, generator=make.generator(9))
+    codes, codebook, scale, w = make.vq(n, m, 64, seed=5)
+    make.assert_linear_close(cpu.vq_linear(x, codes, codebook, scale, 64, None), x, w,
+                             reference.vq_linear(x, codes, codebook, scale, 64, None))
+
+
 def test_linear_edge_values(cpu_ops, make):
     """Zero scales, zero activations, a single column and huge magnitudes stay exact."""
     codes, scale, offset, _ = make.int2(5, 130, 64, seed=3)
