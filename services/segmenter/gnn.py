@@ -122,7 +122,7 @@ def train_structure(
         loss.backward()
         opt.step()
         if on_step:
-            on_step(step, float(loss))
+            on_step(step, loss.item())
     return model.eval()
 
 

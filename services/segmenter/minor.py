@@ -35,7 +35,13 @@ another label. `boundary_dice` is the Dice (F1) of the two sets with a tolerance
 which side of a face a boundary is drawn on).
 
 Node descriptors (§3.3), robust to scale and rotation: log size, intensity mean and std,
-contrast to the size-weighted mean of the neighbours, principal-axis elongation
+contrast to the size-weighted mean of the neighbours, contrast to the brightest and to the
+darkest neighbour (a lesion is a small blob brighter, or darker, than everything around it; the
+size-weighted contrast alone cannot tell it from a region on an organ's border, which is brighter
+than the body on one side and darker than the organ on the other: measured on the reproduction's
+32^3 phantoms, seed 1, radius 1.5, minor oracle 0.71: the GINE's lesion Dice over three
+initializations was 0.33 / 0.46 / 0.73 without these two and 0.73 / 0.66 / 0.73 with them, as border
+regions stopped being taken for lesions), principal-axis elongation
 (sqrt(λ_min/λ_max) of the coordinate covariance, in physical units), compactness
 (size^(2/3) / boundary faces) and log boundary size. Edge features are relative: signed and
 absolute mean difference, log contact area, log size ratio, and whether the edge was deleted.
@@ -50,7 +56,7 @@ from paperworks.services.segmenter.contraction import Runs, seeded_contraction
 from scipy import ndimage
 
 SMOOTH = 0.7
-NODE_FEATURES = 7
+NODE_FEATURES = 9
 EDGE_FEATURES = 5
 
 
@@ -230,8 +236,21 @@ def build_minor(image: np.ndarray, params: MinorParams, spacing=None) -> Minor:
             np.add.at(nbr_w, edges[:, a], size[edges[:, b]])
             np.add.at(nbr_m, edges[:, a], size[edges[:, b]] * mean[edges[:, b]])
     contrast = np.where(nbr_w > 0, mean - nbr_m / np.maximum(nbr_w, 1), 0.0)
+    # contrast to the brightest and to the darkest neighbour: a blob standing out from all its
+    # surroundings (a lesion) has the first > 0 (or the second < 0), a border region never
+    above = np.full(n, np.inf)
+    below = np.full(n, -np.inf)
+    if len(edges):
+        for a, b in ((0, 1), (1, 0)):
+            d = mean[edges[:, a]] - mean[edges[:, b]]
+            np.minimum.at(above, edges[:, a], d)
+            np.maximum.at(below, edges[:, a], d)
+    above = np.where(np.isfinite(above), above, 0.0)
+    below = np.where(np.isfinite(below), below, 0.0)
     compact = size ** ((image.ndim - 1) / image.ndim) / np.maximum(bfaces, 1)
-    x = np.stack([np.log(size), mean, std, contrast, elong, compact, np.log1p(bfaces)], 1).astype(np.float32)
+    x = np.stack(
+        [np.log(size), mean, std, contrast, above, below, elong, compact, np.log1p(bfaces)], 1
+    ).astype(np.float32)
     if len(edges):
         src = np.concatenate([edges[:, 0], edges[:, 1]])
         dst = np.concatenate([edges[:, 1], edges[:, 0]])

@@ -9,11 +9,15 @@ the target's semantic boundary, with a black-box surrogate optimizer.
 
 The search space is data-driven (*design choice*): ψ log-uniform in [0.01, 0.5]·R where R is the
 1st–99th percentile intensity range of the few-shot volumes; s_min log-uniform in [1, 64]
-voxels; s_max log-uniform in [10^3, N] voxels (N the volume size); μ_min uniform over the
-lower 60% of the range (from 10% below it), μ_max over the upper 60%; each deletion parameter's
-unit coordinate maps its lower half to "delete nothing", so the sampler can switch a deletion
-off; α log-uniform in [0.005, 0.5]·R. The first trial is the hand-set vector (`hand_set`,
-`WARM_START`), the usual SMBO warm start.
+voxels; s_max log-uniform in [10^3, N] voxels (N the volume size); μ_min uniform from just below
+the darkest voxel to 0.5 R above the 1st percentile, μ_max from just above the brightest voxel to
+0.5 R below the 99th; each deletion parameter's unit coordinate maps its lower half to "delete
+nothing", so the sampler can switch a deletion off. (The intensity bounds once ran from 0.1 R
+beyond the 1st/99th percentiles: a lesion brighter than the bright organ lies above the 99th
+percentile, so even "delete nothing" deleted it, and every searched minor lost those lesions;
+measured on the reproduction's 32^3 phantoms, seed 0, radius 2.5: minor oracle lesion Dice 0.66
+before, 0.84 after.) α log-uniform in [0.005, 0.5]·R. The first trial is the hand-set vector
+(`hand_set`, `WARM_START`), the usual SMBO warm start.
 
 *Design choices in the objective:* (a) the boundary Dice is macro-averaged over the target
 structures, each scored inside its own neighbourhood (the structure dilated by `ROI` voxels),
@@ -43,7 +47,7 @@ NAMES = ("psi", "size_min", "size_max", "intensity_min", "intensity_max", "alpha
 
 def hand_set(images) -> MinorParams:
     """A fixed, sensible vector a user would type in: bands of 10% of the intensity range R, no
-    deletion (every size; intensities from 0.1 R below to 0.1 R above the range), cut at 0.05 R.
+    deletion (every size, every intensity), cut at 0.05 R.
     The baseline of reproduction claim 2, and the search's first trial."""
     return Space(images).from_unit(np.array(WARM_START))
 
@@ -57,6 +61,10 @@ class Space:
     def __init__(self, images):
         self.lo, self.hi = _range(images)
         self.r = max(self.hi - self.lo, 1e-6)
+        # the extremes, not the percentiles, bound "delete nothing": a lesion brighter than its
+        # organ lies above the 99th percentile (it is under 1% of the volume)
+        self.vmin = min(float(np.min(i)) for i in images) - 0.01 * self.r
+        self.vmax = max(float(np.max(i)) for i in images) + 0.01 * self.r
         self.n = max(int(np.asarray(images[0]).size), 2000)
 
     def from_unit(self, u: np.ndarray) -> MinorParams:
@@ -66,8 +74,8 @@ class Space:
             psi=float(self.r * 0.01 * 50 ** u[0]),
             size_min=float(np.floor(64 ** d[1])),
             size_max=float(self.n * (1e3 / self.n) ** d[2]),
-            intensity_min=float(self.lo - 0.1 * self.r + d[3] * 0.6 * self.r),
-            intensity_max=float(self.hi + 0.1 * self.r - d[4] * 0.6 * self.r),
+            intensity_min=float(self.vmin + d[3] * (self.lo + 0.5 * self.r - self.vmin)),
+            intensity_max=float(self.vmax - d[4] * (self.vmax - self.hi + 0.5 * self.r)),
             alpha=float(self.r * 0.005 * 100 ** u[5]),
         )
 

@@ -1,7 +1,10 @@
 """The dense baseline of SEMIR's claim 3: a small 3D U-Net (Ronneberger et al. 2015; Çiçek et al.
 2016) trained on the same volumes with the same optimizer-step budget, softmax over all labels,
 cross-entropy + soft Dice (the nnU-Net loss). Two resolution levels, `base` channels, instance
-norm, LeakyReLU. Design choices: width and depth are kept small to fit the CPU budget.
+norm, LeakyReLU. Design choices: width and depth are kept small to fit the CPU budget; Adam at
+lr 1e-2, the GINE's rate (at 3e-3 the 120-step budget of the reproduction left the U-Net without
+a single lesion voxel on seed 1, radius 3.0, pooled lesion Dice 0.00, vs 0.57 at 1e-2; seed 0:
+0.68 either way).
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ def _normalize(image):
 
 
 def train_unet(
-    volumes, classes: int, steps: int = 100, base: int = 8, lr: float = 3e-3, seed: int = 0
+    volumes, classes: int, steps: int = 100, base: int = 8, lr: float = 1e-2, seed: int = 0
 ) -> UNet3D:
     torch.manual_seed(seed)
     model = UNet3D(classes, base)

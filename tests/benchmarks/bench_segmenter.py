@@ -125,7 +125,7 @@ def main() -> None:
         steps=steps,
     )
     results["claim3_dense_unet"] = experiments.semir_vs_unet(
-        (3.0, 2.0, 1.5),
+        (3.0, 2.5, 1.5),
         range(5 if QUICK else 6),
         range(500, 504 if QUICK else 506),
         trials=trials,
@@ -153,8 +153,9 @@ def table(r: dict) -> str:
             "before node deletion |"
         )
     if r["setup"].get("minor_speed_measured_separately"):
-        lines.append("| rows above re-measured alone after a change to the minor; rows below: last full run "
-                     "| | |")
+        lines.append(
+            "| rows above re-measured alone after a change to the minor; rows below: last full run | | |"
+        )
     c2 = r["claim2_fewshot"]
     for key in ("boundary_dice", "lesion_dice", "lesion_oracle_dice"):
         lines.append(

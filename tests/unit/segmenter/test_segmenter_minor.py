@@ -9,6 +9,7 @@ from paperworks.kernels.ops import grid_contract
 from paperworks.services.segmenter import gnn, search, synthetic
 from paperworks.services.segmenter.contraction import absorb_fragments, fragment_size, seeded_contraction
 from paperworks.services.segmenter.minor import (
+    NODE_FEATURES,
     SMOOTH,
     MinorParams,
     boundary_dice,
@@ -170,7 +171,7 @@ def test_node_and_edge_deletion_follow_their_parameters(case):
 def test_two_dimensional_images_work():
     image, labels = synthetic.phantom(CFG, 2)
     m = build_minor(image[12], MinorParams(psi=0.1))
-    assert m.node.shape == (24, 24) and m.x.shape == (m.nodes, 7) and np.isfinite(m.x).all()
+    assert m.node.shape == (24, 24) and m.x.shape == (m.nodes, NODE_FEATURES) and np.isfinite(m.x).all()
     assert set(oracle_dice(m, labels[12], [1])) == {1}
 
 
