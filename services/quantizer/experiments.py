@@ -5,7 +5,9 @@ standard-library sources, then quantized to 2 bits per weight by each method and
 baseline, all in the same run and from the same teacher:
 
 1. RaBiT vs independent-latent two-path QAT: same step-0 model (function-aware init), same
-   steps and learning rate; validation loss and the per-layer path correlations.
+   steps and learning rate; the per-layer path correlations at step 0 and after QAT, and the
+   held-out loss: the QAT objective (KL to the teacher + hidden-state MSE, RaBiT Sec. 3.4) on
+   the validation windows, and the next-token loss on them.
 2. LC-QAT: step 0 of QAT reproduces the PTQ model; PTQ vs round-to-nearest 2-bit scalar;
    LC-QAT with a tenth of the training tokens vs scalar 2-bit QAT with all of them.
 3. The packed model (kernel library) vs the fake-quantized one, and stored bits per weight.
@@ -24,7 +26,7 @@ from paperworks.shared.backends.tiny_train import train_tiny_lm
 from torch import nn
 
 from . import diagnostics, quantize
-from .common import TokenData, evaluate_lm, forward
+from .common import TokenData, distill_loss, evaluate_lm, forward
 
 
 @dataclass(frozen=True)
@@ -67,16 +69,26 @@ def val_loss(model: nn.Module, teacher: Teacher) -> float:
     return evaluate_lm(model, teacher.val)["loss"]
 
 
+@torch.no_grad()
+def held_out_distill(student: nn.Module, teacher: Teacher, hidden_weight: float = 1.0) -> dict:
+    """The QAT objective on the validation windows: KL to the teacher + hidden-state MSE."""
+    total, kl, mse = distill_loss(student, teacher.module, teacher.val, hidden_weight)
+    return {"val_distill": float(total), "val_kl": float(kl), "val_hidden_mse": float(mse)}
+
+
 def coupling(teacher: Teacher, setup: Setup) -> dict:
-    """Claim 1: RaBiT vs independent-latent two-path QAT at the same steps."""
+    """Claim 1: RaBiT vs independent-latent two-path QAT at the same steps, from one step-0 model."""
     out = {"full_precision": val_loss(teacher.module, teacher)}
+    step0, _ = quantize.build_student(teacher.module, teacher.data, setup.config("rabit", 0))
+    out["step0"] = {"val_loss": val_loss(step0, teacher), **held_out_distill(step0, teacher),
+                    **diagnostics.summary(quantize.layer_report(step0, teacher.module, teacher.calib))}
     for method in ("rabit", "independent"):
         start = time.perf_counter()
         student, _ = quantize.quantize(teacher.module, teacher.data, setup.config(method, setup.qat_steps))
         report = quantize.layer_report(student, teacher.module, teacher.calib)
-        out[method] = {"val_loss": val_loss(student, teacher), "layers": report,
-                       **diagnostics.summary(report), "seconds": time.perf_counter() - start,
-                       "student": student}
+        out[method] = {"val_loss": val_loss(student, teacher), **held_out_distill(student, teacher),
+                       "layers": report, **diagnostics.summary(report),
+                       "seconds": time.perf_counter() - start, "student": student}
     return out
 
 

@@ -44,7 +44,7 @@ class QuantConfig:
     hidden_weight: float = 1.0
     calib_windows: int = 16
     init: str = "svid"  # RaBiT: "svid" (function-aware) or "greedy"
-    init_sweeps: int = 4
+    init_sweeps: int = 50  # RaBiT: most Gauss-Seidel sweeps (they stop at the fixed point)
     block_steps: int = 30  # LC-QAT block reconstruction steps per block
     group_size: int = 64  # scalar baselines
     seed: int = 0

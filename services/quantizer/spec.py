@@ -52,7 +52,7 @@ class QuantizeParams(BaseModel):
     batch_size: Annotated[int, _default(8), Field(ge=1, le=256)] = 8
     learning_rate: Annotated[float, _default(3e-4), Field(gt=0.0, le=1.0)] = 3e-4
     hidden_weight: float = Field(default=1.0, ge=0.0, le=100.0)
-    init_sweeps: Annotated[int, _default(4), Field(ge=1, le=20)] = 4
+    init_sweeps: Annotated[int, _default(50), Field(ge=1, le=200)] = 50
     greedy_init: bool = False
     block_steps: int = Field(default=30, ge=0, le=10_000)
     group_size: Annotated[int, _default(64), Field(ge=4, le=4096, multiple_of=4)] = 64

@@ -97,7 +97,7 @@ def main() -> None:
         "setup": {"model": "TinyDecoder dim 128, 4 layers, context 128", "teacher_steps": TEACHER_STEPS,
                   "qat_steps": STEPS, "lcqat_steps": STEPS // 10},
         "claim1": {"full_precision_val_loss": coupling["full_precision"],
-                   **{m: _scalars(coupling[m]) for m in ("rabit", "independent")}},
+                   **{m: _scalars(coupling[m]) for m in ("step0", "rabit", "independent")}},
         "claim2": _scalars(lc),
         "tokens_per_s": speed(teacher.module, {"rabit": coupling["rabit"]["student"],
                                                "lcqat": lc["students"]["lcqat"]}),
@@ -113,13 +113,18 @@ def table(results: dict) -> str:
     c1, c2, s = results["claim1"], results["claim2"], results["tokens_per_s"]
     r, i = c1["rabit"], c1["independent"]
     steps = results["setup"]["qat_steps"]
+    s0 = c1.get("step0")  # runs before the step-0 diagnostics have no step0 / val_distill
+    step0 = f" (step 0: {s0['corr_y1_y2']:.3f} / {s0['corr_r1_y2']:.3f})" if s0 else ""
     rows = ["| measure | baseline (same run) | method | ratio / gain |", "|---|---|---|---|",
             f"| val loss after {steps} QAT steps, 2 bits (fp32 {c1['full_precision_val_loss']:.3f}) | "
             f"independent latents {i['val_loss']:.3f} | RaBiT {r['val_loss']:.3f} | "
             f"{r['val_loss'] - i['val_loss']:+.3f} |",
-            f"| Corr(y1, y2) / Corr(R1, y2), mean over layers | "
+            f"| Corr(y1, y2) / Corr(R1, y2), mean over layers{step0} | "
             f"{i['corr_y1_y2']:.3f} / {i['corr_r1_y2']:.3f} | "
             f"{r['corr_y1_y2']:.3f} / {r['corr_r1_y2']:.3f} | |",
+            *([f"| held-out QAT objective (KL to the teacher + hidden MSE) | "
+               f"independent latents {i['val_distill']:.4f} | RaBiT {r['val_distill']:.4f} | "
+               f"{r['val_distill'] / i['val_distill']:.2f}x |"] if "val_distill" in r else []),
             f"| val loss: PTQ init vs round-to-nearest 2-bit | RTN {c2['rtn_val_loss']:.3f} | "
             f"LC-QAT PTQ {c2['ptq_val_loss']:.3f} | {c2['ptq_val_loss'] - c2['rtn_val_loss']:+.3f} |",
             f"| val loss: LC-QAT on 1/10 of the tokens vs scalar QAT on all | "

@@ -65,3 +65,17 @@ def test_packed_layer_matches_the_fake_quantized_layer_with_bias():
         torch.testing.assert_close(a, b)
     again = rabit.PackedBinaryLinear.from_tensors(packed.tensors())
     torch.testing.assert_close(again(x[:3]), packed(x[:3]))
+
+
+def test_svid_gauss_seidel_runs_to_its_fixed_point_and_fits_better_than_one_sweep():
+    w, x = _data(seed=5)
+    s = rabit.channel_importance(x, w.shape[1])
+
+    def weighted_error(g, h):
+        layer = rabit.RaBiTLinear(w, None, g, h)
+        return float(((w - sum(layer.path_weights())) * s).norm())
+
+    fixed = rabit.svid_init(w, x)
+    for a, b in zip(fixed, rabit.svid_init(w, x, sweeps=500), strict=True):
+        torch.testing.assert_close(a, b)  # more sweeps change nothing: the fixed point
+    assert weighted_error(*fixed) < weighted_error(*rabit.svid_init(w, x, sweeps=1))
