@@ -98,8 +98,10 @@ def fit_decider(
     optimizer = torch.optim.AdamW(module.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     loss_fn = nn.BCEWithLogitsLoss()
     module.train()
+    with torch.no_grad():  # the projection is fixed: apply it once, not every step
+        z = ((x - module.mean) / module.std) @ module.projection
     for _ in range(config.steps):
-        loss = loss_fn(module(x), y)
+        loss = loss_fn(module.heads(module.trunk(z)), y)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()

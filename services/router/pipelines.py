@@ -259,7 +259,9 @@ def train_decider(params: TrainDeciderParams, progress: Progress) -> TrainedPoli
         from paperworks.services.router.embed import minilm
 
         query = minilm().embed
-    evaluation = evaluate(fit, traces["train"], traces["test"], costs, config, query)
+    evaluation = evaluate(
+        fit, traces["train"], traces["validation"], traces["test"], costs, config, query
+    )
     progress(total, total, "report", "done")
     option_names = ["local", *[r.name for r in remotes]]
     layout = traces["train"].local.layout
@@ -309,6 +311,7 @@ def train_decider(params: TrainDeciderParams, progress: Progress) -> TrainedPoli
     summary = {
         "areas": evaluation["areas"],
         "accept_auroc": evaluation["accept_auroc"],
+        "accept_selection": evaluation["accept_selection"],
         "local_quality": evaluation["local_quality"],
         "best_quality": evaluation["best_quality"],
         "default_lambda": fit.default_lambda,

@@ -10,10 +10,19 @@ test traces, whose lookup keys the router never saw. Baselines, on the same trac
 - a confidence-threshold cascade: accept the local answer when exp(-mean NLL) >= tau, else call
   one fixed remote (tau swept, every remote tried; the union of their points),
 - a query-embedding router: the same decision module on MiniLM embeddings of the prompt only.
+
+The accept-decision comparison of feature sets (hidden states only vs MiniLM query) tunes each
+alike on validation traces: the same module class, and the same grid of components kept per block
+(each hidden-state block; MiniLM's 384-d embedding is one block; None keeps every standardised
+column, the query router's old setting) x weight decay, picked by validation accept AUROC. A fixed
+4 components for one side and none for the other was a comparison of settings, not of features.
+The query router's curve uses the MiniLM module chosen so.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -37,6 +46,8 @@ SPLITS = ("train", "validation", "test")
 # Which entries of the local model's hidden-state stack feed the decider (negative: from the end;
 # -1 is the final, normed layer). Recorded in the policy so Route reads the same ones.
 HIDDEN_LAYERS: tuple[int, ...] = (-1,)
+# (components per block or None, weight decay) candidates of the accept-decision comparison.
+SELECTION_GRID: tuple[tuple[int | None, float], ...] = tuple(itertools.product((2, 4, 8, None), (0.1, 3.0)))
 
 
 @dataclass
@@ -127,9 +138,30 @@ def fit_sdr(train: Traces, validation: Traces, costs: np.ndarray, config: Decide
     return SDRFit(module, lambdas, val_points, knee.lam)
 
 
+def fit_selected(
+    train: tuple[np.ndarray, np.ndarray],
+    validation: tuple[np.ndarray, np.ndarray],
+    config: DeciderConfig,
+    blocks: Sequence[tuple[int, int]],
+) -> tuple[QualityHeads, dict]:
+    """The decision module over (features, qualities) whose SELECTION_GRID setting has the best
+    validation accept AUROC (first candidate on ties or when validation has one class)."""
+    best: tuple[float, QualityHeads, dict] | None = None
+    for components, weight_decay in SELECTION_GRID:
+        candidate = dataclasses.replace(config, components=components or 1, weight_decay=weight_decay)
+        module = fit_decider(train[0], train[1], candidate, blocks if components else ())
+        score = auroc(validation[1][:, 0], module.predict(validation[0])[:, 0])
+        if best is None or (score is not None and score > best[0]):
+            setting = {"components": components, "weight_decay": weight_decay, "validation_auroc": score}
+            best = (-np.inf if score is None else score, module, setting)
+    assert best is not None
+    return best[1], best[2]
+
+
 def evaluate(
     fit: SDRFit,
     train: Traces,
+    validation: Traces,
     test: Traces,
     costs: np.ndarray,
     config: DeciderConfig,
@@ -156,15 +188,24 @@ def evaluate(
         "confidence": auroc(accepted_correct, test.local.confidence),
     }
     hidden = train.local.layout.hidden_slice()
-    hidden_only = fit_decider(
-        train.local.features[:, hidden], train.qualities, config, train.local.layout.blocks()
+    selection: dict[str, dict] = {}
+    hidden_only, selection["hidden_states_only"] = fit_selected(
+        (train.local.features[:, hidden], train.qualities),
+        (validation.local.features[:, hidden], validation.qualities),
+        config,
+        train.local.layout.blocks(),
     )
     accept_auroc["hidden_states_only"] = auroc(
         accepted_correct, hidden_only.predict(test.local.features[:, hidden])[:, 0]
     )
     if query_features is not None:
         train_q, test_q = query_features(train.prompts), query_features(test.prompts)
-        query = fit_decider(train_q, train.qualities, config)
+        query, selection["query_embedding"] = fit_selected(
+            (train_q, train.qualities),
+            (query_features(validation.prompts), validation.qualities),
+            config,
+            [(0, train_q.shape[1])],
+        )
         query_pred = query.predict(test_q)
         curves.append(curve("query_router", sweep(query_pred, test.qualities, costs, fit.lambdas)))
         accept_auroc["query_embedding"] = auroc(accepted_correct, query_pred[:, 0])
@@ -175,6 +216,7 @@ def evaluate(
         "best_quality": float(test.qualities[:, best].mean()),
         "areas": {c.name: c.area for c in curves},
         "accept_auroc": accept_auroc,
+        "accept_selection": selection,
         "curves": [c.to_dict() for c in curves],
     }
 
