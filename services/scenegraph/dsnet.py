@@ -15,7 +15,9 @@ predicate head for existing SGG models:
 - bidirectional cross-stream fusion: over the image's pair tokens, the space
   stream attends to the vision stream and the vision stream to the space stream
   (multi-head cross-attention each way, residual, optionally gated by
-  sigmoid(W [x ; attended])), then a feed-forward block per stream;
+  sigmoid(W [x ; attended])), then a feed-forward block per stream; each head's
+  score for the same pair's token gets a bonus (`CrossFusion`), so a pair fuses
+  with its own counterpart rather than an image-wide average;
 - geometric predicate logits come from the space stream, non-geometric ones
   from the vision stream, merged into one distribution; each stream also has
   an auxiliary loss.
@@ -77,17 +79,34 @@ def _mlp(din: int, dout: int) -> nn.Sequential:
 
 
 class CrossFusion(nn.Module):
-    """x' = LN(x + g * MHA(q=x, k=y, v=y)), g = sigmoid(W [x ; MHA]) when gated, then x' + FFN(x')."""
+    """x' = LN(x + g * MHA(q=x, k=y, v=y)), g = sigmoid(W [x ; MHA]) when gated, then x' + FFN(x').
+
+    Token t of x and token t of y describe the same pair, but plain attention has nothing to tell that
+    key from the image's other pairs: trained, it spread its weight evenly (own pair 0.07 against
+    1/n = 0.07), so the fusion carried an image-wide average and no pair-specific information. Each
+    head therefore adds log(n - 1) + b_h (b_h learned, from 0) to its score for the same pair: at the
+    start that pair weighs as much as the n - 1 others together."""
 
     def __init__(self, dim: int, heads: int, gated: bool):
         super().__init__()
+        self.heads = heads
         self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.same_pair = nn.Parameter(torch.zeros(heads))
         self.gate = nn.Linear(2 * dim, dim) if gated else None
         self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
         self.ffn = nn.Sequential(nn.Linear(dim, 2 * dim), nn.ReLU(), nn.Linear(2 * dim, dim))
 
+    def scores_bias(self, key_padding: torch.Tensor) -> torch.Tensor:
+        """[B * heads, L, L] additive scores: -inf on padded keys, the same-pair bonus on the diagonal."""
+        b, n = key_padding.shape
+        others = (~key_padding).sum(1).clamp(min=2).to(self.same_pair.dtype) - 1
+        eye = torch.eye(n, dtype=self.same_pair.dtype, device=key_padding.device)
+        bonus = (others.log()[:, None] + self.same_pair[None, :])[:, :, None, None] * eye  # [B, H, L, L]
+        bonus = bonus.masked_fill(key_padding[:, None, None, :], float("-inf"))
+        return bonus.reshape(b * self.heads, n, n)
+
     def forward(self, x: torch.Tensor, y: torch.Tensor, key_padding: torch.Tensor) -> torch.Tensor:
-        a, _ = self.attn(x, y, y, key_padding_mask=key_padding, need_weights=False)
+        a, _ = self.attn(x, y, y, attn_mask=self.scores_bias(key_padding), need_weights=False)
         if self.gate is not None:
             a = torch.sigmoid(self.gate(torch.cat([x, a], -1))) * a
         x = self.norm1(x + a)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 from paperworks.services.scenegraph.components import FrequencyPrior, predicate_counts
-from paperworks.services.scenegraph.dsnet import DSNetConfig
+from paperworks.services.scenegraph.dsnet import CrossFusion, DSNetConfig
 from paperworks.services.scenegraph.features import UNION_POOL, Features
 from paperworks.services.scenegraph.model import RelationConfig, RelationModel
 from paperworks.services.scenegraph.sample import Sample
@@ -138,3 +138,21 @@ def test_the_no_fusion_ablation_has_no_path_between_the_streams(fusion):
         assert space_unmoved and vision_unmoved
     else:
         assert not space_unmoved and not vision_unmoved
+
+
+def test_the_fusion_attends_to_the_same_pair_in_the_other_stream():
+    """Token t of both streams is the same pair; with every query-key score equal (in-projection zeroed),
+    the same-pair bonus gives that key the weight of all the image's other pairs together, and a padded
+    key gets none."""
+    torch.manual_seed(0)
+    fusion = CrossFusion(dim=8, heads=2, gated=True)
+    with torch.no_grad():
+        fusion.attn.in_proj_weight.zero_()
+        fusion.attn.in_proj_bias.zero_()
+    x, y = torch.randn(2, 5, 8), torch.randn(2, 5, 8)
+    padding = torch.tensor([[False] * 5, [False, False, False, True, True]])
+    _, weights = fusion.attn(x, y, y, attn_mask=fusion.scores_bias(padding), need_weights=True)
+    own = torch.diagonal(weights, dim1=1, dim2=2)
+    assert torch.allclose(own[0], torch.full((5,), 0.5))
+    assert torch.allclose(own[1, :3], torch.full((3,), 0.5))
+    assert torch.all(weights[1, :, 3:] == 0)
