@@ -229,22 +229,20 @@ def build_minor(image: np.ndarray, params: MinorParams, spacing=None) -> Minor:
     cov = _moments(sc.runs, image.shape, count, spacing)[keep]
     eig = np.linalg.eigvalsh(cov + 1e-6 * np.eye(image.ndim)) if n else np.zeros((0, image.ndim))
     elong = np.sqrt(np.clip(eig[:, 0], 1e-9, None) / np.clip(eig[:, -1], 1e-9, None)) if n else np.zeros(0)
+    # neighbour statistics, each edge seen from both ends: the size-weighted mean, and the
+    # contrast to the brightest and to the darkest neighbour (a blob standing out from all its
+    # surroundings, a lesion, has the first > 0 or the second < 0; a border region never)
     nbr_w = np.zeros(n)
     nbr_m = np.zeros(n)
-    for a, b in ((0, 1), (1, 0)):
-        if len(edges):
-            np.add.at(nbr_w, edges[:, a], size[edges[:, b]])
-            np.add.at(nbr_m, edges[:, a], size[edges[:, b]] * mean[edges[:, b]])
-    contrast = np.where(nbr_w > 0, mean - nbr_m / np.maximum(nbr_w, 1), 0.0)
-    # contrast to the brightest and to the darkest neighbour: a blob standing out from all its
-    # surroundings (a lesion) has the first > 0 (or the second < 0), a border region never
     above = np.full(n, np.inf)
     below = np.full(n, -np.inf)
-    if len(edges):
-        for a, b in ((0, 1), (1, 0)):
-            d = mean[edges[:, a]] - mean[edges[:, b]]
-            np.minimum.at(above, edges[:, a], d)
-            np.maximum.at(below, edges[:, a], d)
+    for a, b in ((0, 1), (1, 0)) if len(edges) else ():
+        np.add.at(nbr_w, edges[:, a], size[edges[:, b]])
+        np.add.at(nbr_m, edges[:, a], size[edges[:, b]] * mean[edges[:, b]])
+        d = mean[edges[:, a]] - mean[edges[:, b]]
+        np.minimum.at(above, edges[:, a], d)
+        np.maximum.at(below, edges[:, a], d)
+    contrast = np.where(nbr_w > 0, mean - nbr_m / np.maximum(nbr_w, 1), 0.0)
     above = np.where(np.isfinite(above), above, 0.0)
     below = np.where(np.isfinite(below), below, 0.0)
     compact = size ** ((image.ndim - 1) / image.ndim) / np.maximum(bfaces, 1)
