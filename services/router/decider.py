@@ -73,9 +73,13 @@ class QualityHeads(nn.Module):
         self.trunk = nn.Sequential(nn.Linear(projected, hidden), nn.ReLU())
         self.heads = nn.Linear(hidden, n_options)
 
+    def project(self, x: torch.Tensor) -> torch.Tensor:
+        """Standardised features through the fixed projection (nothing here is trained)."""
+        return ((x - self.mean) / self.std) @ self.projection
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Logits of each option's quality, [N, n_options]."""
-        return self.heads(self.trunk(((x - self.mean) / self.std) @ self.projection))
+        return self.heads(self.trunk(self.project(x)))
 
     @torch.no_grad()
     def predict(self, features: np.ndarray) -> np.ndarray:
@@ -99,7 +103,7 @@ def fit_decider(
     loss_fn = nn.BCEWithLogitsLoss()
     module.train()
     with torch.no_grad():  # the projection is fixed: apply it once, not every step
-        z = ((x - module.mean) / module.std) @ module.projection
+        z = module.project(x)
     for _ in range(config.steps):
         loss = loss_fn(module.heads(module.trunk(z)), y)
         optimizer.zero_grad(set_to_none=True)
