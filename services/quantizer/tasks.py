@@ -14,7 +14,6 @@ from .common import evaluate_lm, find_linears, get_module, linear_weight
 from .spec import EvaluateParams, QuantizeParams
 
 OCTET = "application/octet-stream"
-MODEL_READY = "model_ready"  # the stage of the PROGRESS event that announces a stored checkpoint
 
 
 def _tenant(ctx: JobContext) -> str:
@@ -63,8 +62,8 @@ def run_quantize(params: QuantizeParams, ctx: JobContext) -> dict:
     blob, manifest = checkpoint.save(packed, params.method, params.model.model_dump())
     model_ref = ctx.put_artifact(sources.CHECKPOINT, blob, OCTET)
     manifest_ref = ctx.put_json(sources.MANIFEST, manifest)
-    ctx.progress(1, 1, stage=MODEL_READY, message=f"{params.method} {manifest['bits_per_weight']:g}-bit "
-                 f"checkpoint {model_ref['sha256']} (manifest {manifest_ref['sha256']})")
+    ctx.announce_model(model_ref, f"{params.method} {manifest['bits_per_weight']:g}-bit checkpoint of "
+                       f"{params.model.kind} model {params.model.path} (manifest {manifest_ref['sha256']})")
     losses = info["losses"]
     return {"method": params.method, "bits_per_weight": manifest["bits_per_weight"],
             "bits_per_weight_with_scales": manifest["bits_per_weight_with_scales"],

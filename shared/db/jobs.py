@@ -52,6 +52,7 @@ PROGRESS = "PROGRESS"
 ARTIFACT_ADDED = "ARTIFACT_ADDED"
 CANCEL_REQUESTED = "CANCEL_REQUESTED"
 RETRYING = "RETRYING"
+MODEL_READY = "MODEL_READY"
 
 
 JOBS: Table = Job.__table__
@@ -378,6 +379,29 @@ class JobStore:
             ref = {"sha256": sha256, "name": name, "media_type": media_type, "size_bytes": size}
             self._insert_event(conn, job_id, row[0], row[1:], ARTIFACT_ADDED, RUNNING,
                                {"artifact": ref}, now)
+
+    def announce_model(self, job_id: str, token: str, artifact: dict, message: str) -> None:
+        """Appends a MODEL_READY event naming an artifact this job already attached, so other
+        services can pick the model up from `paperworks.events` by its type."""
+        now = utcnow()
+        with self.db.write() as conn:
+            row = conn.execute(
+                update(JOBS)
+                .where(JOBS.c.id == job_id, JOBS.c.run_token == token, JOBS.c.state == RUNNING)
+                .values(event_seq=JOBS.c.event_seq + 1, updated_at=now)
+                .returning(*_SEQ_AND_IDENTITY)
+            ).first()
+            if row is None:
+                raise LeaseLost(job_id)
+            attached = conn.execute(
+                select(JOB_ARTIFACTS.c.sha256)
+                .where(JOB_ARTIFACTS.c.job_id == job_id, JOB_ARTIFACTS.c.name == artifact["name"])
+            ).scalar()
+            if attached != artifact["sha256"]:
+                raise ValueError(f"job {job_id} has no artifact {artifact['name']} "
+                                 f"with sha256 {artifact['sha256']} to announce")
+            self._insert_event(conn, job_id, row[0], row[1:], MODEL_READY, RUNNING,
+                               {"artifact": artifact, "message": message}, now)
 
     def finish(
         self,

@@ -70,3 +70,8 @@ class JobContext:
 
     def put_json(self, name: str, obj) -> dict:
         return self.put_artifact(name, json.dumps(obj, indent=1).encode(), "application/json")
+
+    def announce_model(self, artifact: dict, message: str) -> None:
+        """Tells other services (a MODEL_READY event on `paperworks.events`) that `artifact`, a
+        reference `put_artifact` returned, is a model they can load; `message` says what it is."""
+        self.store.announce_model(self.job_id, self.token, artifact, message)

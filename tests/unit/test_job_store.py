@@ -179,6 +179,30 @@ def test_a_takeover_reattaching_an_artifact_name_keeps_one_reference_to_the_last
     assert seqs == list(range(1, len(seqs) + 1))
 
 
+def test_a_model_is_announced_only_as_an_attached_artifact_and_only_by_the_lease_holder(store):
+    job, _ = submit(store)
+    run = store.acquire(job.id, lease_s=30, max_attempts=5)
+    ref = {"sha256": "d" * 64, "name": "model.safetensors", "media_type": "application/octet-stream",
+           "size_bytes": 7}
+    with pytest.raises(ValueError, match="no artifact model.safetensors"):
+        store.announce_model(job.id, run.token, ref, "not attached yet")
+    store.attach_artifact(job.id, run.token, ref["name"], ref["sha256"], ref["media_type"], 7)
+    with pytest.raises(ValueError):
+        store.announce_model(job.id, run.token, {**ref, "sha256": "e" * 64}, "other bytes")
+    with pytest.raises(LeaseLost):
+        store.announce_model(job.id, "not-the-lease", ref, "a stale worker")
+    store.announce_model(job.id, run.token, ref, "2-bit checkpoint")
+    events = store.events_after(job.id, 0)
+    assert [e.type for e in events] == ["STATE_CHANGED", "STATE_CHANGED", "ARTIFACT_ADDED", "MODEL_READY"]
+    assert [e.seq for e in events] == [1, 2, 3, 4]  # the refused announcements took no number
+    assert events[-1].payload == {"artifact": ref, "message": "2-bit checkpoint"}
+    with store.db.session() as s:
+        rows = s.query(OutboxMessage).filter_by(key=job.id, topic="paperworks.events")
+        published = [m.payload for m in rows]
+    ready = [p for p in published if p["type"] == "MODEL_READY"]
+    assert len(ready) == 1 and ready[0]["artifact"] == ref and ready[0]["service"] == "ops"
+
+
 def test_postgres_sessions_drop_dead_peers_and_idle_transactions(pg_url):
     """A half-open connection must not keep row locks forever: keepalives on the client,
     idle-in-transaction timeout on the server; a URL's own setting wins."""

@@ -29,6 +29,7 @@ class JobEventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     JOB_EVENT_TYPE_ARTIFACT_ADDED: _ClassVar[JobEventType]
     JOB_EVENT_TYPE_CANCEL_REQUESTED: _ClassVar[JobEventType]
     JOB_EVENT_TYPE_RETRYING: _ClassVar[JobEventType]
+    JOB_EVENT_TYPE_MODEL_READY: _ClassVar[JobEventType]
 JOB_STATE_UNSPECIFIED: JobState
 JOB_STATE_QUEUED: JobState
 JOB_STATE_RUNNING: JobState
@@ -41,6 +42,7 @@ JOB_EVENT_TYPE_PROGRESS: JobEventType
 JOB_EVENT_TYPE_ARTIFACT_ADDED: JobEventType
 JOB_EVENT_TYPE_CANCEL_REQUESTED: JobEventType
 JOB_EVENT_TYPE_RETRYING: JobEventType
+JOB_EVENT_TYPE_MODEL_READY: JobEventType
 
 class Job(_message.Message):
     __slots__ = ("id", "service", "kind", "state", "progress", "params", "result", "artifacts", "error", "idempotency_key", "cancel_requested", "attempts", "create_time", "update_time", "start_time", "end_time")

@@ -55,13 +55,15 @@ def test_quantize_reports_layers_steps_and_announces_the_model(client, rabit_job
     assert result["layers"] == 7 and result["steps"] == 10 and result["tokens"] == 1280
     events = list(client.watch(rabit_job.id, timeout=30))
     progress = [e.progress for e in events if e.type == jobs_pb2.JOB_EVENT_TYPE_PROGRESS]
-    assert {"init", "training", "model_ready"} <= {p.stage for p in progress}
+    assert {"init", "training"} <= {p.stage for p in progress}
     assert [p.step for p in progress if p.stage == "init"][-1] == 7
     assert [p.step for p in progress if p.stage == "training"][-1] == 10
-    ready = [i for i, e in enumerate(events) if e.progress.stage == "model_ready"]
+    ready = [i for i, e in enumerate(events) if e.type == jobs_pb2.JOB_EVENT_TYPE_MODEL_READY]
     added = [i for i, e in enumerate(events) if e.type == jobs_pb2.JOB_EVENT_TYPE_ARTIFACT_ADDED]
     assert len(ready) == 1 and len(added) == 2 and max(added) < ready[0]
-    assert result["checkpoint_sha256"] in events[ready[0]].progress.message
+    announced_ref = events[ready[0]].artifact
+    assert announced_ref.sha256 == result["checkpoint_sha256"] and announced_ref.name == "model.safetensors"
+    assert "rabit 2-bit checkpoint" in events[ready[0]].message
     paths = {p.name: p for p in client.pull_artifacts(rabit_job.id, tmp_path)}
     manifest = json.loads(paths["manifest.json"].read_text())
     assert manifest["format"] == checkpoint.FORMAT and manifest["bits_per_weight"] == 2.0
@@ -75,11 +77,12 @@ def test_quantize_reports_layers_steps_and_announces_the_model(client, rabit_job
     announced = None
     for record in consumer:
         event = json.loads(record.value)
-        if event["job_id"] == rabit_job.id and event.get("progress", {}).get("stage") == "model_ready":
+        if event["job_id"] == rabit_job.id and event["type"] == "MODEL_READY":
             announced = event
             break
     consumer.close()
     assert announced is not None and announced["service"] == "quantizer" and announced["kind"] == "quantize"
+    assert announced["artifact"]["sha256"] == result["checkpoint_sha256"]
 
 
 def test_generate_and_score_serve_the_packed_checkpoint(client, rabit_job, model_dir, tmp_path):
