@@ -63,7 +63,10 @@ def test_the_gain_survives_each_ablation_of_streams_and_fusion(sgg_run, ablation
     MIN_GAIN (measured: +0.034 to +0.150). The ablation's edge over or under the full head is printed
     (shown with `pytest -rA` or `-s`), not asserted. With the fusion made pair-aligned (the same-pair
     bonus in `CrossFusion`) the ties stayed: full minus one-way -0.002 / -0.003 / -0.004, minus no fusion
-    +0.003 / -0.050 / +0.005 (README: the synthetic world gives fusion nothing to carry)."""
+    +0.003 / -0.050 / +0.005 (README: the synthetic world gives fusion nothing to carry). A world built to
+    give it something (frequent overlapping pairs ordered only by the pixels, holding / pulling sharing one
+    cue) did not separate the ablations either: no variant ordered the overlapping pairs better than chance
+    from the frozen detector's features (README, claim 3)."""
     original, full = sgg_run.measure("penet"), sgg_run.measure("penet+dsnet")
     ablated = sgg_run.measure(f"penet+dsnet/{ablation}")
     numbers = {"penet": original["mR@100"], "penet+dsnet": full["mR@100"], ablation: ablated["mR@100"]}
