@@ -106,7 +106,7 @@ def trainable(student: nn.Module) -> list[nn.Parameter]:
                 m.start_qat()
             params += [m.latent, m.a, m.b, m.scale, m.in_scale]
         elif isinstance(m, scalar.ScalarQATLinear):
-            params += [m.weight, m.scale, m.offset]
+            params += [m.weight, m.log_gain, m.offset]
     for p in params:
         p.requires_grad_(True)
     return params

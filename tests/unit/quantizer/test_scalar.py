@@ -18,7 +18,24 @@ def test_step_zero_is_round_to_nearest_and_packs_exactly():
         torch.testing.assert_close(packed(x), layer(x), atol=1e-5, rtol=1e-5)
 
 
-def test_straight_through_gradient_reaches_latent_scale_and_offset():
-    layer = scalar.ScalarQATLinear(torch.randn(8, 32), None, group_size=16)
-    layer(torch.randn(4, 32)).pow(2).sum().backward()
-    assert all(p.grad.abs().sum() > 0 for p in (layer.weight, layer.scale, layer.offset))
+def test_straight_through_rounds_but_the_clamp_keeps_its_gradient():
+    gen = torch.Generator().manual_seed(1)
+    layer = scalar.ScalarQATLinear(torch.randn(8, 32, generator=gen), None, group_size=16)
+    with torch.no_grad():
+        layer.log_gain.fill_(-0.5)  # shrink every scale: each group's largest weights leave the 4 levels
+    layer(torch.randn(4, 32, generator=gen)).pow(2).sum().backward()
+    u, _ = layer._grouped()
+    clamped = ((torch.round(u) < 0) | (torch.round(u) > 3)).reshape(layer.weight.shape)
+    assert clamped.any() and (~clamped).any()
+    # A clamped latent weight gets no gradient (it cannot drift off); the offset learns from it.
+    assert (layer.weight.grad[clamped] == 0).all() and (layer.weight.grad[~clamped] != 0).all()
+    assert (layer.log_gain.grad != 0).all() and (layer.offset.grad != 0).all()
+
+
+def test_scale_stays_positive_and_is_rtn_at_step_zero():
+    w = torch.randn(4, 32, generator=torch.Generator().manual_seed(2))
+    layer = scalar.ScalarQATLinear(w, None, group_size=16)
+    assert torch.equal(layer.scale, packing.quantize_int2(w, 16)[1])
+    with torch.no_grad():
+        layer.log_gain.fill_(-50.0)  # any step of the optimiser keeps it above zero
+    assert (layer.scale > 0).all()
