@@ -16,6 +16,19 @@ hubs' activations dominate and training is slow and unstable (measured on 24^3 p
 and 4 test volumes, ψ = 0.08: organ Dice 0.34 after 40 steps with the sum vs 0.82 with the mean;
 after 200 steps organ 0.80 vs 0.84, lesion 0.41 vs 0.49). An earlier, fragmented minor (hubs
 touching hundreds of one-voxel fragments) made the sum fail outright (organ 0.00 after 40 steps).
+
+*Weight decay* (AdamW, decoupled, `WEIGHT_DECAY` = 0.3): a few-shot cohort holds a few dozen lesion
+nodes, and nothing in it pins down the classifier between them and the organs' nodes, so without
+it the initialization decided whether a small organ (a few hundred voxels, brighter than the body
+around it, like a lesion, but five times a lesion's size) was called lesion: on the benchmark's
+radius-2.5 cohort, nine initializations scored 0.63-0.89 pooled lesion Dice (the minor's oracle
+0.89), all fitting the training volumes equally well (training Dice 0.911-0.914). An ensemble of
+initializations did not help (3 and 5 members: 0.63 and 0.74); shrinking the weights did. The
+value was chosen by leave-one-training-volume-out cross-validation on the few-shot volumes of the
+reproduction and the benchmark (radii 3.0 / 2.5 / 1.5, seeds 0 and 1, two initializations each;
+the test volumes unused): mean / worst held-out lesion Dice 0.812 / 0.493 without decay, 0.821 /
+0.501 at 0.1, 0.831 / 0.739 at 0.3, 0.810 / 0.594 at 1.0. At 0.3 the nine initializations all
+reach 0.89 on that benchmark cohort.
 """
 
 from __future__ import annotations
@@ -27,6 +40,8 @@ import torch
 from paperworks.services.segmenter.minor import EDGE_FEATURES, NODE_FEATURES, Minor
 from torch import nn
 from torch_geometric.nn import GINEConv
+
+WEIGHT_DECAY = 0.3
 
 
 class NodeClassifier(nn.Module):
@@ -99,6 +114,7 @@ def train_structure(
     lr: float = 1e-2,
     seed: int = 0,
     on_step: Callable[[int, float], None] | None = None,
+    weight_decay: float = WEIGHT_DECAY,
 ) -> NodeClassifier:
     """One binary node classifier for the structure given by the voxel `masks`."""
     torch.manual_seed(seed)
@@ -115,7 +131,7 @@ def train_structure(
     ).float()
     total = float(sum(k.sum() for k in masks))
     voxels = float(sum(k.size for k in masks))
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     for step in range(1, steps + 1):
         opt.zero_grad()
         loss = lifted_loss(model(x, ei, ea), size, tcount, total, voxels)

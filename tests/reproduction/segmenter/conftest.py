@@ -23,7 +23,7 @@ def fewshot_run():
 @pytest.fixture(scope="session")
 def dense_run():
     return experiments.semir_vs_unet(
-        (3.0, 1.5), TRAIN[:5], TEST[:4], trials=60, steps=120, unet_base=8, seed=SEED, size=32
+        (3.0, 2.5, 1.5), TRAIN[:5], TEST[:4], trials=60, steps=120, unet_base=8, seed=SEED, size=32
     )
 
 
