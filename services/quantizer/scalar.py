@@ -46,14 +46,13 @@ class ScalarQATLinear(nn.Module):
         """The per-group scale s_0 exp(l): positive, exactly the RTN scale at step 0."""
         return self.rtn_scale * self.log_gain.exp()
 
-    def _grouped(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """(u, rounded codes) with u = (W - o) / s per group, shaped (N, groups, G)."""
+    def _grouped(self) -> torch.Tensor:
+        """u = (W - o) / s per group, shaped (N, groups, G): the codes before rounding."""
         n, m = self.weight.shape
-        u = (self.weight.reshape(n, -1, self.group_size) - self.offset[..., None]) / self.scale[..., None]
-        return u, torch.round(u).clamp(0, 3)
+        return (self.weight.reshape(n, -1, self.group_size) - self.offset[..., None]) / self.scale[..., None]
 
     def quantized_weight(self) -> torch.Tensor:
-        u, _ = self._grouped()
+        u = self._grouped()
         q = (u + (torch.round(u) - u).detach()).clamp(0, 3)  # straight-through round, true clamp
         return (q * self.scale[..., None] + self.offset[..., None]).reshape(self.weight.shape)
 
@@ -62,7 +61,7 @@ class ScalarQATLinear(nn.Module):
 
     @torch.no_grad()
     def packed(self) -> PackedInt2Linear:
-        _, q = self._grouped()
+        q = torch.round(self._grouped()).clamp(0, 3)
         codes = packing.pack_int2(q.reshape(self.weight.shape).to(torch.uint8))
         return PackedInt2Linear(codes, self.scale.detach(), self.offset.detach(), self.bias,
                                 self.group_size)

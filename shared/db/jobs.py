@@ -357,14 +357,7 @@ class JobStore:
     ) -> None:
         now = utcnow()
         with self.db.write() as conn:
-            row = conn.execute(
-                update(JOBS)
-                .where(JOBS.c.id == job_id, JOBS.c.run_token == token, JOBS.c.state == RUNNING)
-                .values(event_seq=JOBS.c.event_seq + 1, updated_at=now)
-                .returning(*_SEQ_AND_IDENTITY)
-            ).first()
-            if row is None:
-                raise LeaseLost(job_id)
+            row = self._next_seq_under_lease(conn, job_id, token, now)
             dialect = _dialect(conn)
             conn.execute(dialect.insert(ARTIFACTS)
                          .values(sha256=sha256, size_bytes=size, created_at=now)
@@ -385,14 +378,7 @@ class JobStore:
         services can pick the model up from `paperworks.events` by its type."""
         now = utcnow()
         with self.db.write() as conn:
-            row = conn.execute(
-                update(JOBS)
-                .where(JOBS.c.id == job_id, JOBS.c.run_token == token, JOBS.c.state == RUNNING)
-                .values(event_seq=JOBS.c.event_seq + 1, updated_at=now)
-                .returning(*_SEQ_AND_IDENTITY)
-            ).first()
-            if row is None:
-                raise LeaseLost(job_id)
+            row = self._next_seq_under_lease(conn, job_id, token, now)
             attached = conn.execute(
                 select(JOB_ARTIFACTS.c.sha256)
                 .where(JOB_ARTIFACTS.c.job_id == job_id, JOB_ARTIFACTS.c.name == artifact["name"])
@@ -504,6 +490,20 @@ class JobStore:
         payload = {"error": values["error"]} if values.get("error") else {}
         self._insert_event(conn, job_id, row[0], row[1:], STATE_CHANGED, to_state, payload)
         return True
+
+    @staticmethod
+    def _next_seq_under_lease(conn: Connection, job_id: str, token: str, now: datetime) -> Row:
+        """Takes the job's next event number if `token` still holds its lease: (seq, service, kind,
+        tenant); LeaseLost otherwise."""
+        row = conn.execute(
+            update(JOBS)
+            .where(JOBS.c.id == job_id, JOBS.c.run_token == token, JOBS.c.state == RUNNING)
+            .values(event_seq=JOBS.c.event_seq + 1, updated_at=now)
+            .returning(*_SEQ_AND_IDENTITY)
+        ).first()
+        if row is None:
+            raise LeaseLost(job_id)
+        return row
 
     @staticmethod
     def _insert_event(conn: Connection, job_id: str, seq: int, identity: tuple[str, str, str],

@@ -24,7 +24,7 @@ def test_straight_through_rounds_but_the_clamp_keeps_its_gradient():
     with torch.no_grad():
         layer.log_gain.fill_(-0.5)  # shrink every scale: each group's largest weights leave the 4 levels
     layer(torch.randn(4, 32, generator=gen)).pow(2).sum().backward()
-    u, _ = layer._grouped()
+    u = layer._grouped()
     clamped = ((torch.round(u) < 0) | (torch.round(u) > 3)).reshape(layer.weight.shape)
     assert clamped.any() and (~clamped).any()
     # A clamped latent weight gets no gradient (it cannot drift off); the offset learns from it.
