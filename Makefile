@@ -10,6 +10,12 @@ STAMP  := $(VENV)/.installed
 # would then shadow the `kernels` package transformers imports; PYTHONSAFEPATH leaves it off.
 # (Scripts are fine: they get their own folder, which the benchmarks' sibling imports rely on.)
 RUN_MODULE := PYTHONSAFEPATH=1 $(BIN)/python -m
+# glibc serves blocks above its mmap threshold (at most 32 MiB by default) with fresh pages and
+# unmaps them when freed; CPU training allocates such blocks (3D-convolution buffers) on every
+# step, and the page faults cost the segmenter's U-Net a quarter of its CPU time (0.30 -> 0.22
+# CPU-s per step). Keeping freed memory in the heap did not raise peak memory (segmenter suite:
+# max RSS 1.20 -> 1.25 GB) and took the segmenter's tests from 216 to 171 CPU-s.
+KEEP_HEAP  := MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=2147483648
 
 .PHONY: demo test proto deploy-files up down status bench lint clean
 
@@ -22,10 +28,10 @@ $(STAMP): pyproject.toml setup.py
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(RUN_MODULE) paperworks.shared.demo
+	$(KEEP_HEAP) $(RUN_MODULE) paperworks.shared.demo
 
 test: $(STAMP)
-	$(RUN_MODULE) pytest -q
+	$(KEEP_HEAP) $(RUN_MODULE) pytest -q
 
 proto: $(STAMP)
 	$(RUN_MODULE) paperworks.shared.protogen
