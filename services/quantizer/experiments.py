@@ -25,7 +25,7 @@ from paperworks.shared.backends.tiny_model import ByteTokenizer, TinyConfig, Tin
 from paperworks.shared.backends.tiny_train import train_tiny_lm
 from torch import nn
 
-from . import diagnostics, quantize
+from . import diagnostics, lcqat, quantize
 from .common import TokenData, distill_loss, evaluate_lm, forward
 
 
@@ -40,11 +40,15 @@ class Setup:
     qat_steps: int = 150
     lr: float = 3e-4
     block_steps: int = 100
+    block_latent_lr: float = 0.01  # LC-QAT's block reconstruction trains the code latents too
+    lcqat_calib_windows: int = 128  # LC-QAT's PTQ calibration windows (8,192 tokens)
     val_windows: int = 64
 
     def config(self, method: str, steps: int) -> quantize.QuantConfig:
+        lc = {"calib_windows": self.lcqat_calib_windows} if method == "lcqat" else {}
         return quantize.QuantConfig(method=method, steps=steps, lr=self.lr, block_steps=self.block_steps,
-                                    seq_len=self.model.max_seq_len, seed=self.seed)
+                                    block_latent_lr=self.block_latent_lr, seq_len=self.model.max_seq_len,
+                                    seed=self.seed, **lc)
 
 
 @dataclass
@@ -97,6 +101,10 @@ def logits(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
     return forward(model, ids)[0]
 
 
+def _lc_layers(model: nn.Module) -> list[lcqat.LCLinear]:
+    return [m for m in model.modules() if isinstance(m, lcqat.LCLinear)]
+
+
 def lcqat_vs_scalar(teacher: Teacher, setup: Setup) -> dict:
     """Claim 2: exact QAT start, PTQ vs RTN, LC-QAT on a tenth of the tokens vs scalar QAT."""
     start = time.perf_counter()
@@ -110,7 +118,10 @@ def lcqat_vs_scalar(teacher: Teacher, setup: Setup) -> dict:
     rtn, _ = quantize.quantize(teacher.module, teacher.data, setup.config("rtn", 0))
     scalar_cfg = setup.config("scalar_qat", setup.qat_steps)
     scalar, _ = quantize.quantize(teacher.module, teacher.data, scalar_cfg)
+    changed = sum(int((q.codes != p.codes).sum())
+                  for q, p in zip(_lc_layers(qat), _lc_layers(ptq), strict=True))
     return {"step0_max_abs_logit_diff": step0_diff, "ptq_val_loss": val_loss(ptq, teacher),
+            "ptq_calibration_tokens": tenth.calib_windows * tenth.seq_len, "qat_codes_changed": changed,
             "rtn_val_loss": val_loss(rtn, teacher), "lcqat_val_loss": val_loss(qat, teacher),
             "lcqat_tokens": tenth.tokens, "scalar_qat_val_loss": val_loss(scalar, teacher),
             "scalar_qat_tokens": scalar_cfg.tokens, "seconds": time.perf_counter() - start,

@@ -15,10 +15,13 @@ per weight matrix, so a code is the 8-bit index of z (2 bits per weight).
 *PTQ initialization* (Sec. 3.3): Hessian-aware sequential rounding - GPTQ over 4-column
 blocks with H = E[x~ x~^T] from calibration data: each block is rounded to its nearest
 codeword and the error, scaled by the inverse-Hessian Cholesky factor, is pushed onto the
-columns not yet rounded; A and b are then refitted by least squares to the chosen z (two
-rounds). Then *block reconstruction fine-tuning*: per transformer block, with codes fixed,
-the continuous parameters (A, b, s, c) are fitted so that the block's output on the
-full-precision block input matches the full-precision block.
+columns not yet rounded; A and b are then refitted to the chosen z by least squares weighted
+by the Hessian (and the squared row scales), i.e. to minimise the layer's output error on the
+calibration inputs (two rounds). Then *block reconstruction fine-tuning*: per transformer
+block, the continuous parameters (A, b, s, c) are fitted so that the block's output on the
+full-precision block input matches the full-precision block; optionally (`latent_lr` > 0)
+the code latents train with them, through QAT's rounding and surrogate (below), and are
+rounded back into codes.
 
 *QAT* (Sec. 3.4): a continuous latent V in z-space, z = clamp(round(V), 0, 3) rounded per
 coordinate (no nearest-codeword search, no lookup in the forward), W~ = A z + b, and the DGE
@@ -31,7 +34,9 @@ per-coordinate rounding; the tests check they agree).
 b . x_q, leaving a plain 2-bit integer matvec: `ops.lattice_linear`.
 
 Design choices: Hadamard blocks are the largest power of two dividing the width (<= 256);
-1% diagonal damping; block fine-tuning uses Adam for `block_steps` steps per block; DGE k = 4.
+1% diagonal damping; block fine-tuning uses Adam for `block_steps` steps per block, on the
+calibration windows 16 at a time, and may train the code latents too (our choice; the paper's
+block reconstruction fits the continuous parameters with the codes fixed); DGE k = 4.
 """
 
 from __future__ import annotations
@@ -166,11 +171,26 @@ class LCLinear(nn.Module):
                                                     upper=True, left=False)
                 w[:, c1:] -= err @ u[c0:c1, c1:]
             self.codes = codes.to(torch.uint8)
-            z = self.z().reshape(-1, 4)
-            design = torch.cat([z, torch.ones(len(z), 1)], 1)
-            sol = torch.linalg.lstsq(design, self.target.reshape(-1, 4)).solution  # (5, 4)
-            self.a.copy_(sol[:4].T)
-            self.b.copy_(sol[4])
+            self.refit_codebook(hess)
+
+    @torch.no_grad()
+    def refit_codebook(self, hess: torch.Tensor) -> None:
+        """A, b minimising the layer's output error on the calibration inputs for the current codes,
+        sum_r s_r^2 e_r H e_r^T with e = W~ - (A z + b): a 20-unknown weighted least squares."""
+        nb = self.m // 4
+        zz = torch.cat([self.z(), torch.ones(self.n, nb, 1)], -1).double()  # (N, M/4, 5): [z, 1]
+        rows = self.scale.detach().double().pow(2)
+        flat = zz.reshape(self.n, nb * 5)
+        gram = ((flat * rows[:, None]).T @ flat).reshape(nb, 5, nb, 5)  # sum_r s_r^2 zz_rj zz_rk
+        h4 = hess.double().reshape(nb, 4, nb, 4)
+        lhs = torch.einsum("jqkQ,jpkP->pqPQ", gram, h4).reshape(20, 20)
+        th = (self.target.double() @ hess.double()).reshape(self.n, nb, 4)
+        rhs = torch.einsum("r,rjq,rjp->pq", rows, zz, th).reshape(20)
+        # lstsq: a z coordinate that no code varies leaves the system singular
+        theta = torch.linalg.lstsq(lhs, rhs[:, None], driver="gelsd").solution
+        theta = theta.reshape(4, 5).float()  # row p: A[p, :], b[p]
+        self.a.copy_(theta[:, :4])
+        self.b.copy_(theta[:, 4])
 
     def packed(self) -> PackedLatticeLinear:
         return PackedLatticeLinear(self.codes_packed(), self.a.detach(), self.b.detach(),
@@ -227,30 +247,55 @@ def _first(out):
 
 
 def block_reconstruction(student: nn.Module, teacher: nn.Module, ids: torch.Tensor, *, steps: int,
-                         lr: float = 1e-3, on_block=None) -> list[float]:
-    """Fits each block's continuous LC parameters (codes fixed) to the teacher block's output
-    on the teacher block's input; returns the final relative MSE per block."""
+                         lr: float = 1e-3, latent_lr: float = 0.0, batch: int = 16,
+                         on_block=None) -> list[float]:
+    """Fits each block's LC parameters to the teacher block's output on the teacher block's input
+    (Adam, `steps` steps per block, cycling over the calibration windows `batch` at a time);
+    returns the final relative MSE per block over all the windows.
+
+    With `latent_lr` = 0 the codes stay fixed and only the continuous parameters (A, b, s, c)
+    train. With `latent_lr` > 0 the block's code latents train too (at that lr), through the same
+    per-coordinate rounding and DGE surrogate as QAT, started at the rounded codes; they are
+    rounded back into codes at the end of the block (so the QAT start is still exactly this model).
+    """
     t_blocks, s_blocks = find_blocks(teacher), find_blocks(student)
-    captured = []
-    hooks = [b.register_forward_hook(lambda m, a, k, o: captured.append((a, k, _first(o).detach())),
-                                     with_kwargs=True) for b in t_blocks]
-    with torch.no_grad():
-        forward(teacher, ids)
-    for h in hooks:
-        h.remove()
+    chunks = []  # per chunk of windows: per block (args, kwargs, output) of the teacher
+    for c0 in range(0, len(ids), batch):
+        captured = []
+        hooks = [b.register_forward_hook(lambda m, a, k, o, c=captured: c.append((a, k, _first(o).detach())),
+                                         with_kwargs=True) for b in t_blocks]
+        try:
+            with torch.no_grad():
+                forward(teacher, ids[c0 : c0 + batch])
+        finally:
+            for h in hooks:
+                h.remove()
+        chunks.append(captured)
+
+    def rel_mse(blk, i, chunk):
+        args, kwargs, target = chunk[i]
+        return (_first(blk(*args, **kwargs)) - target).pow(2).mean() / target.pow(2).mean().clamp_min(1e-12)
+
     result = []
-    for i, (blk, (args, kwargs, target)) in enumerate(zip(s_blocks, captured, strict=True)):
-        params = [p for m in blk.modules() if isinstance(m, LCLinear)
-                  for p in (m.a, m.b, m.scale, m.in_scale)]
-        opt = torch.optim.Adam(params, lr=lr)
-        denom = target.pow(2).mean().clamp_min(1e-12)
-        for _ in range(steps):
-            loss = (_first(blk(*args, **kwargs)) - target).pow(2).mean() / denom
+    for i, blk in enumerate(s_blocks):
+        layers = [m for m in blk.modules() if isinstance(m, LCLinear)]
+        groups = [{"params": [p for m in layers for p in (m.a, m.b, m.scale, m.in_scale)], "lr": lr}]
+        if latent_lr > 0:
+            for m in layers:
+                m.start_qat()
+            groups.append({"params": [m.latent for m in layers], "lr": latent_lr})
+        opt = torch.optim.Adam(groups)
+        for step in range(steps):
+            loss = rel_mse(blk, i, chunks[step % len(chunks)])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+        for m in layers:
+            if m.mode == "qat":
+                m.finish_qat()
         with torch.no_grad():
-            result.append(float((_first(blk(*args, **kwargs)) - target).pow(2).mean() / denom))
+            errors = [float(rel_mse(blk, i, chunk)) for chunk in chunks]
+        result.append(sum(errors) / len(errors))
         if on_block:
             on_block(i + 1, len(s_blocks), result[-1])
     return result

@@ -46,6 +46,7 @@ class QuantConfig:
     init: str = "svid"  # RaBiT: "svid" (function-aware) or "greedy"
     init_sweeps: int = 50  # RaBiT: most Gauss-Seidel sweeps (they stop at the fixed point)
     block_steps: int = 30  # LC-QAT block reconstruction steps per block
+    block_latent_lr: float = 0.0  # LC-QAT: > 0 also trains the code latents in block reconstruction
     group_size: int = 64  # scalar baselines
     seed: int = 0
 
@@ -87,7 +88,7 @@ def build_student(teacher: nn.Module, data: TokenData, cfg: QuantConfig,
         progress(i + 1, len(names), "init", f"{name} {tuple(w.shape)}")
     if cfg.method == "lcqat" and cfg.block_steps > 0:
         info["block_reconstruction_error"] = lcqat.block_reconstruction(
-            student, teacher, calib, steps=cfg.block_steps,
+            student, teacher, calib, steps=cfg.block_steps, latent_lr=cfg.block_latent_lr,
             on_block=lambda i, n, e: progress(i, n, "block_reconstruction", f"block {i}: rel. MSE {e:.4f}"),
         )
     return student.eval(), info

@@ -48,13 +48,15 @@ def test_claim2_lcqat_starts_at_ptq_which_beats_rtn_and_a_tenth_of_the_tokens_ge
     assert lcqat["step0_max_abs_logit_diff"] <= 1e-5
     assert lcqat["ptq_val_loss"] < lcqat["rtn_val_loss"] - 0.03
     assert lcqat["lcqat_tokens"] * 10 == lcqat["scalar_qat_tokens"]
-    # The paper's "a tenth of the tokens is no worse than scalar QAT on all of them" does NOT hold
-    # here against a scalar QAT that trains properly (+0.015 / +0.020 / +0.030 nats on seeds 0-2,
-    # see the README); what holds is that LC-QAT on a tenth of the tokens gets most of the gain
-    # scalar QAT on all of them makes over their common RTN start (91% / 83% / 76%).
+    # Counting the PTQ's calibration windows too, LC-QAT sees at most a quarter of scalar QAT's tokens.
+    assert (lcqat["ptq_calibration_tokens"] + lcqat["lcqat_tokens"]) * 4 <= lcqat["scalar_qat_tokens"]
+    # The paper's "a tenth of the tokens is no worse than scalar QAT on all of them" holds on seed 0
+    # only (-0.019 / +0.005 / +0.005 nats on seeds 0-2, see the README); what holds on every seed is
+    # that LC-QAT on a tenth of the tokens gets nearly all of the gain scalar QAT on all of them
+    # makes over their common RTN start (111% / 96% / 96%).
     rtn = lcqat["rtn_val_loss"]
     gain = (rtn - lcqat["lcqat_val_loss"]) / (rtn - lcqat["scalar_qat_val_loss"])
-    assert lcqat["scalar_qat_val_loss"] < rtn and gain >= 0.7, gain
+    assert lcqat["scalar_qat_val_loss"] < rtn and gain >= 0.9, gain
 
 
 @pytest.mark.parametrize("which", ["rabit", "lcqat", "scalar_qat"])

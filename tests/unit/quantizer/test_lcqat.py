@@ -51,6 +51,20 @@ def test_hessian_aware_rounding_beats_nearest_codeword_rounding():
     assert _output_error(gptq, w, x) < 0.6
 
 
+def test_codebook_refit_minimises_the_output_error_for_the_chosen_codes():
+    w, x = _data(seed=4)
+    layer = lcqat.LCLinear(w, None, seed=4)
+    layer.ptq(x)
+    refit = _output_error(layer, w, x)
+    with torch.no_grad():  # the unweighted weight-space least squares for the same codes
+        z = layer.z().reshape(-1, 4)
+        design = torch.cat([z, torch.ones(len(z), 1)], 1)
+        sol = torch.linalg.lstsq(design, layer.target.reshape(-1, 4)).solution
+        layer.a.copy_(sol[:4].T)
+        layer.b.copy_(sol[4])
+    assert refit < 0.98 * _output_error(layer, w, x), (refit, _output_error(layer, w, x))
+
+
 def test_qat_starts_exactly_at_the_ptq_model_and_ends_on_its_codes():
     w, x = _data(seed=1)
     layer = lcqat.LCLinear(w, torch.randn(16), seed=1)
@@ -90,3 +104,28 @@ def test_packed_lattice_layer_matches_fake_quant_and_stores_two_bits_per_weight(
 def test_widths_not_divisible_by_four_are_refused():
     with pytest.raises(ValueError, match="divisible by 4"):
         lcqat.LCLinear(torch.randn(4, 10), None, seed=0)
+
+
+def test_block_reconstruction_with_code_latents_changes_codes_and_fits_the_block_better():
+    import copy
+
+    from paperworks.services.quantizer import quantize
+    from paperworks.services.quantizer.common import TokenData
+    from paperworks.shared.backends.tiny_model import TinyConfig, TinyDecoder
+
+    torch.manual_seed(0)
+    teacher = TinyDecoder(TinyConfig(dim=32, n_layers=1, n_heads=2, mlp_hidden=64, max_seq_len=16)).eval()
+    gen = torch.Generator().manual_seed(0)
+    data = TokenData.from_ids(torch.randint(0, 256, (4000,), generator=gen).tolist())
+    cfg = quantize.QuantConfig(method="lcqat", seq_len=16, calib_windows=32, block_steps=0)
+    ptq, _ = quantize.build_student(teacher, data, cfg)
+    calib = data.calib(16, 32, 0)
+    fixed, moved = copy.deepcopy(ptq), copy.deepcopy(ptq)
+    err_fixed = lcqat.block_reconstruction(fixed, teacher, calib, steps=60)
+    err_moved = lcqat.block_reconstruction(moved, teacher, calib, steps=60, latent_lr=0.05)
+    layers = [(m, f, p) for m, f, p in zip(moved.modules(), fixed.modules(), ptq.modules(), strict=True)
+              if isinstance(m, lcqat.LCLinear)]
+    assert all(torch.equal(f.codes, p.codes) for _, f, p in layers)  # latent_lr 0: codes fixed
+    assert sum(int((m.codes != p.codes).sum()) for m, _, p in layers) > 0
+    assert all(m.mode == "ptq" and m.latent is None for m, _, _ in layers)  # rounded back into codes
+    assert err_moved[0] < err_fixed[0], (err_moved, err_fixed)
