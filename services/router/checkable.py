@@ -13,6 +13,12 @@ encoder). Keys are also cut into router-train / validation / test parts, so the 
 on lookups of keys it never saw in its own training traces (novel requests), as a deployed router
 would be. That is the regime SDR targets: the local model's own state says more about whether it
 is right than the query does.
+
+`key_zipf` > 0 makes knowing graded, as knowledge in real LLMs tracks how often an entity occurs
+in pre-training: the local model's training lookups draw the known keys with probability
+proportional to 1 / rank**key_zipf (ranks a random order fixed by `table_seed`), so a few keys are
+seen hundreds of times (learned), many a handful of times (half-learned or not). Requests (the
+router's traces) still ask for the keys of their split uniformly.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ class TaskSuite:
     lookup_keys: int = 150
     known_fraction: float = 0.6
     table_seed: int = 0
+    key_zipf: float = 0.0
 
     def __post_init__(self) -> None:
         unknown = set(self.families) - set(FAMILIES)
@@ -64,13 +71,20 @@ class TaskSuite:
         random.Random(f"known-keys-{self.table_seed}").shuffle(keys)
         return sorted(keys[: round(self.known_fraction * len(keys))])
 
+    @cached_property
+    def known_key_weights(self) -> list[float]:
+        """Training frequency of each of `known_keys` (uniform when `key_zipf` is 0)."""
+        ranks = list(range(len(self.known_keys)))
+        random.Random(f"key-rank-{self.table_seed}").shuffle(ranks)
+        return [1.0 / (r + 1) ** self.key_zipf for r in ranks]
+
     def family_of(self, task: Task) -> int:
         return self.families.index(task.kind)
 
     def generate(self, n: int, seed: int, *, known_only: bool = False, part: int | None = None) -> list[Task]:
         """`n` tasks, families drawn uniformly, deterministic in `seed`. `known_only` restricts
-        lookups to the keys the local model may learn (its training documents); `part` to the
-        keys of one router split."""
+        lookups to the keys the local model may learn (its training documents, drawn with the
+        `key_zipf` frequencies); `part` to the keys of one router split."""
         rng = random.Random(f"suite-{seed}")
         keys = self.known_keys if known_only else list(self.table)
         if part is not None:
@@ -85,6 +99,9 @@ class TaskSuite:
                 word = "".join(rng.choices(string.ascii_lowercase, k=rng.randint(1, self.max_len)))
                 tasks.append(Task(kind, f"up:{word}=", word.upper()))
             else:
-                key = rng.choice(keys)
+                if known_only and self.key_zipf > 0 and part is None:
+                    key = rng.choices(self.known_keys, weights=self.known_key_weights)[0]
+                else:
+                    key = rng.choice(keys)
                 tasks.append(Task(kind, f"get:{key}=", self.table[key]))
         return tasks

@@ -214,6 +214,7 @@ def train_decider(params: TrainDeciderParams, progress: Progress) -> TrainedPoli
         lookup_keys=t.lookup_keys,
         known_fraction=t.known_fraction,
         table_seed=t.table_seed,
+        key_zipf=t.key_zipf,
     )
     remotes = [
         RemoteAgent(

@@ -201,6 +201,8 @@ class TaskSuiteParams(Strict):
     lookup_keys: int = Field(default=100, ge=10, le=10_000)
     known_fraction: float = Field(default=0.6, ge=0, le=1)
     table_seed: int = Field(default=0, ge=0)
+    # > 0: the local model's training lookups draw known keys ∝ 1 / rank**key_zipf (checkable.py).
+    key_zipf: float = Field(default=0.0, ge=0, le=4)
 
     @field_validator("families")
     @classmethod

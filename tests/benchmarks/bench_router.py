@@ -106,8 +106,11 @@ def mild_text() -> dict:
 
 
 def sdr_params(seed: int, n_train: int, n_val: int, n_test: int, steps: int) -> TrainDeciderParams:
+    """The reproduction's suite (tests/reproduction/router): every one of 200 lookup keys in the
+    local LM's training lookups, drawn at Zipf(1.3) frequencies."""
     return TrainDeciderParams(
         local={"train_tiny": {"steps": steps, "seed": seed}},
+        tasks={"lookup_keys": 200, "known_fraction": 1.0, "key_zipf": 1.3},
         remotes=[
             {"name": "small", "price": 1.0, "accuracy": [0.9, 0.5, 0.5]},
             {"name": "large", "price": 10.0, "accuracy": [0.97, 0.97, 0.97]},

@@ -7,10 +7,14 @@ simulated remotes of known accuracy and price (1 and 10) stand behind it. On hel
   the same traces;
 - the local LM's features beat MiniLM query embeddings for the accept decision (AUROC of
   predicting that the local answer is right).
-The second claim is asserted for the full local features (hidden states + entropy / NLL). Hidden
-states alone, with both sides tuned alike on validation (`sdr.fit_selected`), measured 0.818 /
-0.814 / 0.714 / 0.816 / 0.885 vs MiniLM 0.818 / 0.771 / 0.732 / 0.807 / 0.875 on seeds 0-4: a tie,
-a loss and three small wins, so no hidden-states-only assertion (services/router/README.md).
+Both are asserted: the full local features (hidden states + entropy / NLL) beat MiniLM on every
+seed, and hidden states alone beat it on the mean per-seed gain over this run's seeds, by more than
+2 standard errors of those gains (both sides tuned alike on validation, `sdr.fit_selected`). The
+second holds because the local LM's training lookups draw their keys at Zipf(1.3) frequencies
+(`key_zipf`): knowing a key is then graded by familiarity, as knowledge in real LLMs tracks how
+often an entity was seen, and familiarity is linearly visible in the states for keys the router
+never saw. With a uniformly trained random 60% of 100 keys the states carry key identity, not
+knowing, and only tie MiniLM (services/router/README.md, item 3).
 The job's own pipeline (`train_decider`) is what runs, exactly as the service runs it.
 """
 
@@ -19,14 +23,19 @@ from __future__ import annotations
 import pytest
 from paperworks.services.router.pipelines import train_decider
 from paperworks.services.router.spec import TrainDeciderParams
+from support import clears_its_spread
 
-SEEDS = (0, 1)
+SEEDS = (0, 1, 2)
 BASELINES = ("always_local", "always_best", "confidence_cascade", "query_router")
+# 200 lookup keys, all in the local LM's training lookups but at Zipf(1.3) frequencies: knowing a
+# key is graded by how often the model saw it (services/router/checkable.py).
+TASKS = {"lookup_keys": 200, "known_fraction": 1.0, "key_zipf": 1.3}
 
 
 def run(seed: int) -> dict:
     params = TrainDeciderParams(
         local={"train_tiny": {"steps": 400, "seed": seed}},
+        tasks=TASKS,
         remotes=[
             {"name": "small", "price": 1.0, "accuracy": [0.9, 0.5, 0.5]},
             {"name": "large", "price": 10.0, "accuracy": [0.97, 0.97, 0.97]},
@@ -64,3 +73,12 @@ def test_sdr_curve_has_the_highest_normalised_area(results, seed):
 def test_local_features_beat_query_embeddings_for_the_accept_decision(results, seed):
     auroc = results[seed]["accept_auroc"]
     assert auroc["sdr"] > auroc["query_embedding"] + 0.02, auroc
+
+
+def test_hidden_states_alone_beat_query_embeddings_for_the_accept_decision(results):
+    gains = [
+        results[s]["accept_auroc"]["hidden_states_only"] - results[s]["accept_auroc"]["query_embedding"]
+        for s in SEEDS
+    ]
+    ok, why = clears_its_spread(gains)
+    assert ok, f"accept AUROC, hidden states only - MiniLM query: {why}"

@@ -102,3 +102,41 @@ def test_task_suite_is_checkable_deterministic_and_splits_lookup_keys():
     known = {f"get:{k}=" for k in suite.known_keys}
     assert {t.prompt for t in suite.generate(300, 2, known_only=True) if t.kind == "lookup"} <= known
     assert len(suite.known_keys) == round(suite.known_fraction * suite.lookup_keys)
+
+
+def test_zipf_keys_skew_only_the_local_models_training_lookups():
+    from collections import Counter
+
+    suite = TaskSuite(families=("lookup",), lookup_keys=50, known_fraction=1.0, key_zipf=1.3)
+    counts = Counter(t.prompt for t in suite.generate(5000, seed=0, known_only=True))
+    weights = dict(zip((f"get:{k}=" for k in suite.known_keys), suite.known_key_weights, strict=True))
+    top = max(weights, key=weights.get)
+    bottom = min(weights, key=weights.get)
+    # the most frequent key by weight is drawn ~ (50)^1.3 = 161x as often as the rarest
+    assert counts[top] > 20 * max(counts[bottom], 1)
+    assert counts.most_common(1)[0][0] == top
+    # requests in a router split stay uniform over that split's keys
+    uniform = Counter(t.prompt for t in suite.generate(3000, seed=0, part=0))
+    assert max(uniform.values()) < 3 * min(uniform.values())
+    # exponent 0 (the default) draws the local model's keys uniformly
+    flat = Counter(t.prompt for t in TaskSuite(families=("lookup",), lookup_keys=50, known_fraction=1.0)
+                   .generate(5000, seed=0, known_only=True))
+    assert max(flat.values()) < 3 * min(flat.values())
+
+
+def test_key_zipf_travels_from_the_grpc_request_to_the_job_params():
+    import pytest
+    from paperworks.router.v1 import router_pb2
+    from paperworks.services.router.spec import TrainDeciderParams
+    from paperworks.shared.rpc.convert import request_params
+    from pydantic import ValidationError
+
+    request = router_pb2.SubmitTrainDeciderRequest(
+        local=router_pb2.LocalModel(train_tiny=router_pb2.TrainTiny()),
+        tasks=router_pb2.TaskSuite(key_zipf=1.3),
+        remotes=[router_pb2.RemoteModel(name="big", price=1.0, accuracy=[0.9, 0.9, 0.9])],
+    )
+    assert TrainDeciderParams.model_validate(request_params(request)).tasks.key_zipf == 1.3
+    request.tasks.key_zipf = -1
+    with pytest.raises(ValidationError, match="key_zipf"):
+        TrainDeciderParams.model_validate(request_params(request))

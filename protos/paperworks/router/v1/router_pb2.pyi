@@ -147,20 +147,22 @@ class TrainTiny(_message.Message):
     def __init__(self, steps: _Optional[int] = ..., seed: _Optional[int] = ..., dim: _Optional[int] = ..., layers: _Optional[int] = ...) -> None: ...
 
 class TaskSuite(_message.Message):
-    __slots__ = ("families", "max_operand", "max_len", "lookup_keys", "known_fraction", "table_seed")
+    __slots__ = ("families", "max_operand", "max_len", "lookup_keys", "known_fraction", "table_seed", "key_zipf")
     FAMILIES_FIELD_NUMBER: _ClassVar[int]
     MAX_OPERAND_FIELD_NUMBER: _ClassVar[int]
     MAX_LEN_FIELD_NUMBER: _ClassVar[int]
     LOOKUP_KEYS_FIELD_NUMBER: _ClassVar[int]
     KNOWN_FRACTION_FIELD_NUMBER: _ClassVar[int]
     TABLE_SEED_FIELD_NUMBER: _ClassVar[int]
+    KEY_ZIPF_FIELD_NUMBER: _ClassVar[int]
     families: _containers.RepeatedScalarFieldContainer[str]
     max_operand: int
     max_len: int
     lookup_keys: int
     known_fraction: float
     table_seed: int
-    def __init__(self, families: _Optional[_Iterable[str]] = ..., max_operand: _Optional[int] = ..., max_len: _Optional[int] = ..., lookup_keys: _Optional[int] = ..., known_fraction: _Optional[float] = ..., table_seed: _Optional[int] = ...) -> None: ...
+    key_zipf: float
+    def __init__(self, families: _Optional[_Iterable[str]] = ..., max_operand: _Optional[int] = ..., max_len: _Optional[int] = ..., lookup_keys: _Optional[int] = ..., known_fraction: _Optional[float] = ..., table_seed: _Optional[int] = ..., key_zipf: _Optional[float] = ...) -> None: ...
 
 class RemoteModel(_message.Message):
     __slots__ = ("name", "price", "accuracy", "model")
