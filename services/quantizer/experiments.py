@@ -101,10 +101,6 @@ def logits(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
     return forward(model, ids)[0]
 
 
-def _lc_layers(model: nn.Module) -> list[lcqat.LCLinear]:
-    return [m for m in model.modules() if isinstance(m, lcqat.LCLinear)]
-
-
 def lcqat_vs_scalar(teacher: Teacher, setup: Setup) -> dict:
     """Claim 2: exact QAT start, PTQ vs RTN, LC-QAT on a tenth of the tokens vs scalar QAT."""
     start = time.perf_counter()
@@ -119,7 +115,7 @@ def lcqat_vs_scalar(teacher: Teacher, setup: Setup) -> dict:
     scalar_cfg = setup.config("scalar_qat", setup.qat_steps)
     scalar, _ = quantize.quantize(teacher.module, teacher.data, scalar_cfg)
     changed = sum(int((q.codes != p.codes).sum())
-                  for q, p in zip(_lc_layers(qat), _lc_layers(ptq), strict=True))
+                  for q, p in zip(lcqat.lc_layers(qat), lcqat.lc_layers(ptq), strict=True))
     return {"step0_max_abs_logit_diff": step0_diff, "ptq_val_loss": val_loss(ptq, teacher),
             "ptq_calibration_tokens": tenth.calib_windows * tenth.seq_len, "qat_codes_changed": changed,
             "rtn_val_loss": val_loss(rtn, teacher), "lcqat_val_loss": val_loss(qat, teacher),

@@ -234,6 +234,10 @@ class PackedLatticeLinear(nn.Module):
 
 
 # ---- block reconstruction fine-tuning ----
+def lc_layers(module: nn.Module) -> list[LCLinear]:
+    return [m for m in module.modules() if isinstance(m, LCLinear)]
+
+
 def find_blocks(module: nn.Module) -> nn.ModuleList:
     for _, m in module.named_modules():
         if isinstance(m, nn.ModuleList) and len(m) and any(is_linear(c) or isinstance(c, LCLinear)
@@ -260,17 +264,16 @@ def block_reconstruction(student: nn.Module, teacher: nn.Module, ids: torch.Tens
     """
     t_blocks, s_blocks = find_blocks(teacher), find_blocks(student)
     chunks = []  # per chunk of windows: per block (args, kwargs, output) of the teacher
-    for c0 in range(0, len(ids), batch):
-        captured = []
-        hooks = [b.register_forward_hook(lambda m, a, k, o, c=captured: c.append((a, k, _first(o).detach())),
-                                         with_kwargs=True) for b in t_blocks]
-        try:
-            with torch.no_grad():
+    hooks = [b.register_forward_hook(lambda m, a, k, o: chunks[-1].append((a, k, _first(o).detach())),
+                                     with_kwargs=True) for b in t_blocks]
+    try:
+        with torch.no_grad():
+            for c0 in range(0, len(ids), batch):
+                chunks.append([])
                 forward(teacher, ids[c0 : c0 + batch])
-        finally:
-            for h in hooks:
-                h.remove()
-        chunks.append(captured)
+    finally:
+        for h in hooks:
+            h.remove()
 
     def rel_mse(blk, i, chunk):
         args, kwargs, target = chunk[i]
@@ -278,7 +281,7 @@ def block_reconstruction(student: nn.Module, teacher: nn.Module, ids: torch.Tens
 
     result = []
     for i, blk in enumerate(s_blocks):
-        layers = [m for m in blk.modules() if isinstance(m, LCLinear)]
+        layers = lc_layers(blk)
         groups = [{"params": [p for m in layers for p in (m.a, m.b, m.scale, m.in_scale)], "lr": lr}]
         if latent_lr > 0:
             for m in layers:
