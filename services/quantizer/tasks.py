@@ -41,18 +41,24 @@ def _check_method(backend, method: str) -> None:
             raise InvalidArgument("method", f"lcqat needs in_features divisible by 4; {name} has {m}")
 
 
+def quant_config(params: QuantizeParams, seq_len: int) -> quantize.QuantConfig:
+    """The method's settings from a job's parameters (the token budget becomes whole QAT steps)."""
+    return quantize.QuantConfig(
+        method=params.method, steps=params.token_budget // (params.batch_size * seq_len),
+        batch=params.batch_size, seq_len=seq_len, lr=params.learning_rate,
+        hidden_weight=params.hidden_weight, calib_windows=params.calibration_windows,
+        init="greedy" if params.greedy_init else "svid", init_sweeps=params.init_sweeps,
+        block_steps=params.block_steps, block_latent_lr=params.block_latent_lr,
+        group_size=params.group_size, seed=params.seed)
+
+
 def run_quantize(params: QuantizeParams, ctx: JobContext) -> dict:
     ctx.progress(0, 1, stage="loading", message=f"{params.model.kind} model at {params.model.path}")
     backend = sources.open_model(params.model)
     _check_method(backend, params.method)
     seq_len = min(params.seq_len, backend.max_length)
     data = sources.token_data(backend, sources.load_texts(params.data), seq_len)
-    cfg = quantize.QuantConfig(
-        method=params.method, steps=params.token_budget // (params.batch_size * seq_len),
-        batch=params.batch_size, seq_len=seq_len, lr=params.learning_rate,
-        hidden_weight=params.hidden_weight, calib_windows=params.calibration_windows,
-        init="greedy" if params.greedy_init else "svid", init_sweeps=params.init_sweeps,
-        block_steps=params.block_steps, group_size=params.group_size, seed=params.seed)
+    cfg = quant_config(params, seq_len)
     teacher = backend.module.float()
     student, info = quantize.quantize(teacher, data, cfg, _reporter(ctx))
     packed = quantize.pack(student)

@@ -109,7 +109,7 @@ def test_generate_and_score_serve_the_packed_checkpoint(client, rabit_job, model
 
 def test_lcqat_job_and_evaluate_with_diagnostics(client, model_dir, rabit_job):
     lc = done(client, client.submit("quantizer", "quantize", model={"kind": "tiny", "path": model_dir},
-                                    method="lcqat", data=DATA, block_steps=3, **SMALL))
+                                    method="lcqat", data=DATA, block_steps=3, block_latent_lr=0.01, **SMALL))
     assert lc.result["bits_per_weight"] == 2.0 and lc.result["steps"] == 0
     evals = {}
     for job in (rabit_job, lc):

@@ -15,12 +15,26 @@ def test_zeros_mean_the_documented_defaults():
         "model": {"kind": "tiny", "path": "/m"}, "method": "lcqat", "bits": 0, "token_budget": "0",
         "data": {"stdlib": {"files": 0, "max_chars": 0, "seed": "0"}}, "seq_len": 0, "group_size": 0})
     assert (p.bits, p.seq_len, p.group_size, p.data.stdlib.files, p.block_steps) == (2, 64, 64, 60, 30)
+    assert p.block_latent_lr == 0.0  # codes fixed in block reconstruction unless asked
+
+
+def test_block_settings_travel_from_the_grpc_request_to_the_method_config():
+    from paperworks.quantizer.v1 import quantizer_pb2
+    from paperworks.services.quantizer.tasks import quant_config
+    from paperworks.shared.rpc.convert import request_params
+
+    request = quantizer_pb2.SubmitQuantizeRequest(
+        model=quantizer_pb2.ModelSource(kind="tiny", path="/m"), method="lcqat",
+        data=quantizer_pb2.TextSource(path="/t"), token_budget=10_000, batch_size=4,
+        block_steps=100, block_latent_lr=0.01)
+    cfg = quant_config(QuantizeParams.model_validate(request_params(request)), seq_len=32)
+    assert (cfg.block_steps, cfg.block_latent_lr, cfg.steps, cfg.batch) == (100, 0.01, 78, 4)
 
 
 @pytest.mark.parametrize("change, field", [
     ({"bits": 3}, "bits"), ({"method": "gptq"}, "method"), ({"group_size": 6}, "group_size"),
     ({"model": {"kind": "onnx", "path": "/m"}}, "model.kind"),
-    ({"data": {"path": "/t", "stdlib": {}}}, "data"),
+    ({"data": {"path": "/t", "stdlib": {}}}, "data"), ({"block_latent_lr": -0.1}, "block_latent_lr"),
 ])
 def test_bad_parameters_name_their_field(change, field):
     params = {"model": {"kind": "tiny", "path": "/m"}, "method": "rabit", "data": {"path": "/t"}, **change}
