@@ -98,3 +98,14 @@ def clears_its_spread(gains) -> tuple[bool, str]:
     margin = 2 * g.std(ddof=1) / np.sqrt(len(g))
     why = f"mean gain {g.mean():.4f} vs 2 s.e. {margin:.4f}, per seed {np.round(g, 4)}"
     return bool(g.mean() > margin), why
+
+
+def announced_models(client, job) -> list[str]:
+    """Names of the artifacts a finished job announced as models (MODEL_READY events), each
+    checked against the artifact the job attached under that name."""
+    from paperworks.v1 import jobs_pb2
+
+    attached = {a.name: a.sha256 for a in job.artifacts}
+    events = [e for e in client.watch(job.id, timeout=30) if e.type == jobs_pb2.JOB_EVENT_TYPE_MODEL_READY]
+    assert all(attached.get(e.artifact.name) == e.artifact.sha256 and e.message for e in events), events
+    return [e.artifact.name for e in events]

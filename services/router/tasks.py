@@ -45,4 +45,5 @@ def _store(trained: TrainedPolicy, ctx: JobContext) -> dict:
     )
     ctx.put_json("report.json", trained.report)
     ctx.put_artifact("curves.png", trained.png, "image/png")
+    ctx.announce_model(policy, f"{trained.meta['kind']} routing policy (load it with Route)")
     return {"kind": trained.meta["kind"], "policy_sha256": policy["sha256"], **trained.summary}

@@ -119,7 +119,8 @@ def run_train_segmenter(params: TrainSegmenterParams, ctx: JobContext) -> dict:
             )
         )
     seg = Segmenter(mp, {s: names[s] for s in structures}, models)
-    ctx.put_artifact("segmenter.safetensors", seg.to_bytes(), OCTET)
+    model = ctx.put_artifact("segmenter.safetensors", seg.to_bytes(), OCTET)
+    ctx.announce_model(model, "segmenter of " + ", ".join(names[s] for s in structures))
     return {
         "structures": {str(s): names[s] for s in structures},
         "volumes": len(cases),
@@ -228,8 +229,11 @@ def run_train_denoiser(params: TrainDenoiserParams, ctx: JobContext) -> dict:
     den = np.stack([wne.denoise_volume(model, n) for n in noisy])
     y = torch.from_numpy(noisy[:8, None])
     defect = float(np.mean([wne.ne_defect(model, y, a, b) for a, b in ((2.0, 0.3), (0.5, -0.2))]))
-    ctx.put_artifact(
+    stored = ctx.put_artifact(
         "denoiser.safetensors", Denoiser(model, params.backbone, params.noise_sigma).to_bytes(), OCTET
+    )
+    ctx.announce_model(
+        stored, f"{params.wrapper} {params.backbone} denoiser, noise sigma {params.noise_sigma:g}"
     )
     ctx.progress(params.steps + 1, params.steps + 1, stage="done", message=f"defect {defect:.2e}")
     return {

@@ -78,7 +78,8 @@ def run_pretrain(params: PretrainParams, ctx: JobContext) -> dict:
                              f"reconstruction {losses['reconstruction']:.3f})")
 
     history = pretrain(encoder, fs, config, on_step)
-    ctx.put_artifact("model.safetensors", encoder.to_bytes(), "application/octet-stream")
+    model = ctx.put_artifact("model.safetensors", encoder.to_bytes(), "application/octet-stream")
+    ctx.announce_model(model, f"location encoder, {encoder.dim}-d embeddings")
     embedding = encoder.embed(fs)
     frame = pd.DataFrame({"id": fs.ids, "region": fs.region, "lat": fs.lat, "lon": fs.lon})
     frame = pd.concat([frame, pd.DataFrame(embedding, columns=[f"e{i}" for i in range(encoder.dim)])], axis=1)

@@ -11,6 +11,7 @@ from paperworks.router.v1 import router_pb2
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.status import field_violations
 from paperworks.shared.rpc.tensors import from_numpy
+from support import announced_models
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +66,7 @@ def test_rejector_job_succeeds_with_policy_report_and_plot(client, rejector_job,
     assert "two_stage_ce" in result["baseline"]
     names = {a.name for a in rejector_job.artifacts}
     assert names == {"policy.safetensors", "report.json", "curves.png"}
+    assert announced_models(client, rejector_job) == ["policy.safetensors"]
     paths = {p.name: p for p in client.pull_artifacts(rejector_job.id, tmp_path)}
     report = json.loads(paths["report.json"].read_text())
     assert report["runs"]["mild"]["test"]["balanced_deferral_loss"] == pytest.approx(

@@ -18,7 +18,7 @@ from paperworks.shared.client import Client
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.status import field_violations
 from paperworks.shared.rpc.tensors import from_numpy, to_numpy
-from support import TOKENS, service_fixtures
+from support import TOKENS, announced_models, service_fixtures
 
 CFG = synthetic.PhantomConfig(size=24, lesions=2, lesion_radius=2.0)
 SPACING = (1.0, 0.8, 0.8)
@@ -83,6 +83,7 @@ def test_fit_minor_params_reports_the_six_parameters(fitted):
 
 def test_segment_job_writes_label_volumes_with_the_input_geometry(client, trained, dataset_dir, tmp_path):
     assert set(trained.result["structures"].values()) == {"organ", "lesion"}
+    assert announced_models(client, trained) == ["segmenter.safetensors"]
     job = done(
         client,
         client.submit(
@@ -130,6 +131,7 @@ def test_inline_segment_from_nifti_and_from_a_tensor(client, trained):
 
 def test_denoise_chains_a_segment_job_without_the_client(client, denoiser, trained):
     assert denoiser.result["ne_defect"] < 1e-4
+    assert announced_models(client, denoiser) == ["denoiser.safetensors"]
     job = done(
         client,
         client.submit(

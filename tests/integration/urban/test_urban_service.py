@@ -13,7 +13,7 @@ from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.status import field_violations
 from paperworks.shared.rpc.tensors import from_numpy, to_numpy
 from paperworks.urban.v1 import urban_pb2
-from support import TOKENS, service_fixtures
+from support import TOKENS, announced_models, service_fixtures
 
 WORLD = world.WorldConfig(seed=5, cities=2, locations_per_city=80)
 SMALL = {"embed_dim": 16, "heads": 2, "layers": 1, "steps": 30, "batch_size": 64}
@@ -51,6 +51,7 @@ def test_pretrain_stores_encoder_embeddings_and_map(client, pretrained, tmp_path
     assert list(result["modalities"]) == ["coordinates", "imagery", "map", "poi", "street_view"]
     names = {a.name for a in pretrained.artifacts}
     assert names == {"model.safetensors", "embeddings.parquet", "embedding_map.png"}
+    assert announced_models(client, pretrained) == ["model.safetensors"]
     paths = {p.name: p for p in client.pull_artifacts(pretrained.id, tmp_path)}
     frame = pd.read_parquet(paths["embeddings.parquet"])
     assert len(frame) == 160 and [f"e{i}" for i in range(16)] == list(frame.columns[4:])
