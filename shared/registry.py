@@ -32,6 +32,9 @@ class ServiceSpec:
     grpc_module: str  # the *_pb2_grpc module holding the stub and add_*_to_server
     grpc_service: str  # the proto service's short name, e.g. "OpsService"
     kinds: dict[str, JobKind] = field(default_factory=dict)
+    # "module:function" turning a model this service's job announced (MODEL_READY) into a
+    # language-model backend for other services, called as function(job, artifact, artifacts, field)
+    model_loader: str | None = None
 
     @property
     def package(self) -> str:

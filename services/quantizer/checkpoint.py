@@ -70,6 +70,15 @@ def save(packed: nn.Module, method: str, base: dict) -> tuple[bytes, dict]:
     return st_save(tensors, metadata={"manifest": json.dumps(manifest)}), manifest
 
 
+def manifest_of(data: bytes) -> dict:
+    """The manifest embedded in a checkpoint's safetensors metadata (header only, no tensors read)."""
+    size = int.from_bytes(data[:8], "little")
+    metadata = json.loads(data[8:8 + size]).get("__metadata__", {})
+    if "manifest" not in metadata:
+        raise ValueError("the file carries no paperworks manifest")
+    return json.loads(metadata["manifest"])
+
+
 def load(data: bytes, manifest: dict, base_module: nn.Module) -> nn.Module:
     """Rebuild the packed model on `base_module` (a fresh full-precision copy of the base)."""
     if manifest.get("format") != FORMAT:

@@ -14,7 +14,7 @@ from paperworks.shared.rpc.model_cache import ModelCache
 from paperworks.shared.rpc.runtime import ServiceRuntime
 from paperworks.shared.rpc.status import rpc_method
 
-from . import checkpoint, sources
+from . import sources
 from .spec import ModelSource
 
 CACHE_SIZE = 4
@@ -61,10 +61,8 @@ class QuantizerServicer(quantizer_pb2_grpc.QuantizerServiceServicer):
         params, *shas = sources.quantize_job(self.rt.store, tenant, job_id, "quantize_job_id")
 
         def load():
-            blob, manifest = sources.read_checkpoint(self.rt.artifacts, *shas)
-            backend = sources.open_model(params.model, "quantize_job_id.model")
-            backend.module = checkpoint.load(blob, manifest, backend.module)
-            return backend
+            return sources.packed_model(params, *sources.read_checkpoint(self.rt.artifacts, *shas),
+                                        "quantize_job_id")
 
         return self.cache.get(shas[0], load)
 

@@ -19,6 +19,7 @@ from paperworks.shared.backends.torch_lm import TorchCausalLM
 from paperworks.shared.db.jobs import JobStore
 from paperworks.shared.errors import FailedPrecondition, InvalidArgument, NotFound
 
+from . import checkpoint
 from .common import TokenData, find_linears
 from .spec import ModelSource, QuantizeParams, TextSource
 
@@ -97,6 +98,20 @@ def quantize_job(store: JobStore, tenant: str | None, job_id: str,
     if CHECKPOINT not in found or MANIFEST not in found:
         raise FailedPrecondition(f"job {job_id} stored no checkpoint", field)
     return QuantizeParams.model_validate(job.params), found[CHECKPOINT], found[MANIFEST]
+
+
+def packed_model(params: QuantizeParams, blob: bytes, manifest: dict, field: str) -> TorchCausalLM:
+    """The quantize job's base-model backend with its packed 2-bit layers swapped in."""
+    backend = open_model(params.model, f"{field}.model")
+    backend.module = checkpoint.load(blob, manifest, backend.module)
+    return backend
+
+
+def announced_model(job, artifact: dict, artifacts: ArtifactStore, field: str) -> TorchCausalLM:
+    """The quantizer's `ServiceSpec.model_loader`: the packed model a Quantize job announced, for
+    other services (the manifest travels inside the checkpoint's metadata)."""
+    blob = artifacts.path(artifact["sha256"]).read_bytes()
+    return packed_model(QuantizeParams.model_validate(job.params), blob, checkpoint.manifest_of(blob), field)
 
 
 def read_checkpoint(artifacts: ArtifactStore, checkpoint_sha: str, manifest_sha: str) -> tuple[bytes, dict]:

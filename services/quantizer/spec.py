@@ -72,6 +72,7 @@ SPEC = ServiceSpec(
     description="2-bit LLM quantization: RaBiT residual binarization (arXiv 2602.05367) and LC-QAT "
     "linear-constrained vector QAT (arXiv 2606.10531), served on packed kernels.",
     servicer="paperworks.services.quantizer.servicer:QuantizerServicer",
+    model_loader="paperworks.services.quantizer.sources:announced_model",
     grpc_module="paperworks.quantizer.v1.quantizer_pb2_grpc",
     grpc_service="QuantizerService",
     kinds={

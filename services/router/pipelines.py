@@ -43,6 +43,8 @@ from paperworks.shared.backends.tiny import TinyBackend
 from paperworks.shared.errors import InvalidArgument
 
 Progress = Callable[[int, int, str, str], None]
+# (service, job id, field) -> (artifact, backend) of the model that job announced (JobContext)
+OpenAnnounced = Callable[[str, str, str], tuple[dict, object]]
 LOSS_NAMES = {"LOSS_TWO_STAGE_CE": "two_stage_ce", "LOSS_MILD": "mild"}
 
 
@@ -205,7 +207,9 @@ def _agents(params: TrainRejectorParams, data: DeferralData) -> list[dict]:
 # ---- TrainDecider --------------------------------------------------------------------------
 
 
-def train_decider(params: TrainDeciderParams, progress: Progress) -> TrainedPolicy:
+def train_decider(
+    params: TrainDeciderParams, progress: Progress, open_announced: OpenAnnounced | None = None
+) -> TrainedPolicy:
     t = params.tasks
     suite = TaskSuite(
         families=tuple(t.families),
@@ -237,6 +241,13 @@ def train_decider(params: TrainDeciderParams, progress: Progress) -> TrainedPoli
         backend = TinyBackend(module)
         tensors.update(state_with_prefix("local", module))
         local_meta = {"embedded_tiny": dataclasses.asdict(config)}
+    elif params.local.quantize_job_id:
+        if open_announced is None:
+            raise InvalidArgument("local.quantize_job_id", "a quantized local model needs the job store")
+        job_id = params.local.quantize_job_id
+        progress(0, total, "local model", f"loading the 2-bit model quantizer job {job_id} announced")
+        artifact, backend = open_announced("quantizer", job_id, "local.quantize_job_id")
+        local_meta = {"announced": {"service": "quantizer", "job_id": job_id, "artifact": artifact}}
     else:
         assert params.local.model is not None
         backend = load_backend(params.local.model.ref())
@@ -260,9 +271,7 @@ def train_decider(params: TrainDeciderParams, progress: Progress) -> TrainedPoli
         from paperworks.services.router.embed import minilm
 
         query = minilm().embed
-    evaluation = evaluate(
-        fit, traces["train"], traces["validation"], traces["test"], costs, config, query
-    )
+    evaluation = evaluate(fit, traces["train"], traces["validation"], traces["test"], costs, config, query)
     progress(total, total, "report", "done")
     option_names = ["local", *[r.name for r in remotes]]
     layout = traces["train"].local.layout

@@ -105,7 +105,7 @@ class RejectorRouter:
 class SDRRouter:
     kind = "sdr"
 
-    def __init__(self, policy: Policy) -> None:
+    def __init__(self, policy: Policy, open_announced=None) -> None:
         meta = policy.meta
         self.meta = meta
         self.options = meta["options"]
@@ -119,6 +119,11 @@ class SDRRouter:
             lm = TinyDecoder(TinyConfig(**local["embedded_tiny"]))
             lm.load_state_dict(policy.state("local"))
             self.backend = TinyBackend(lm)
+        elif "announced" in local:
+            if open_announced is None:
+                raise FailedPrecondition("the local model is another job's: loading it needs the job store")
+            source = local["announced"]
+            self.backend = open_announced(source["service"], source["job_id"], "policy_job_id")[1]
         else:
             self.backend = load_backend(ModelSpec(**local["model"]).ref())
         self.validation_curve = [
@@ -170,14 +175,16 @@ class SDRRouter:
         )
 
 
-def load_router(policy: Policy) -> RejectorRouter | SDRRouter:
+def load_router(policy: Policy, open_announced=None) -> RejectorRouter | SDRRouter:
+    """The policy as a router; `open_announced` (service, job id, field) -> (artifact, backend)
+    loads a local model that another service's job announced."""
     # Policies are tiny: intra-op threads only contend with the concurrent Route calls that already
     # use the cores, so the serving process runs torch single-threaded.
     torch.set_num_threads(1)
     if policy.kind == "rejector":
         return RejectorRouter(policy)
     if policy.kind == "sdr":
-        return SDRRouter(policy)
+        return SDRRouter(policy, open_announced)
     raise FailedPrecondition(f"unknown policy kind {policy.kind!r}")
 
 

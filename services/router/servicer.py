@@ -8,6 +8,7 @@ from collections import OrderedDict
 
 from paperworks.router.v1 import router_pb2, router_pb2_grpc
 from paperworks.services.router.policy import FILE_NAME, load_policy
+from paperworks.shared.announced import announced_model, load_announced
 from paperworks.shared.errors import FailedPrecondition, InvalidArgument
 from paperworks.shared.rpc.runtime import ServiceRuntime
 from paperworks.shared.rpc.status import rpc_method
@@ -33,6 +34,15 @@ class RouterServicer(router_pb2_grpc.RouterServiceServicer):
 
     @rpc_method
     async def SubmitTrainDecider(self, request, context):
+        if request.local.quantize_job_id:  # refused before anything is written, like the worker would
+            await asyncio.to_thread(
+                announced_model,
+                self.rt.store,
+                self.rt.tenant(context),
+                "quantizer",
+                request.local.quantize_job_id,
+                "local.quantize_job_id",
+            )
         return router_pb2.SubmitTrainDeciderResponse(
             job=await self.rt.submit(context, "train_decider", request)
         )
@@ -90,7 +100,10 @@ class RouterServicer(router_pb2_grpc.RouterServiceServicer):
         sha = self._policy_sha(tenant, job_id)
         from paperworks.services.router.routing import load_router
 
-        router = load_router(load_policy(self.rt.artifacts.path(sha).read_bytes()))
+        def open_announced(service: str, announced_job_id: str, field: str):
+            return load_announced(self.rt.store, self.rt.artifacts, tenant, service, announced_job_id, field)
+
+        router = load_router(load_policy(self.rt.artifacts.path(sha).read_bytes()), open_announced)
         with self._lock:
             if len(self._policy_of) > 64 * CACHED_POLICIES:
                 self._policy_of.clear()

@@ -184,11 +184,12 @@ class TrainTinyParams(Strict):
 class LocalModelParams(Strict):
     model: ModelSpec | None = None
     train_tiny: TrainTinyParams | None = None
+    quantize_job_id: str = Field(default="", max_length=128)  # the model a quantizer job announced
 
     @model_validator(mode="after")
     def _one(self) -> LocalModelParams:
-        if (self.model is None) == (self.train_tiny is None):
-            raise ValueError("set exactly one of model or train_tiny")
+        if sum((self.model is not None, self.train_tiny is not None, bool(self.quantize_job_id))) != 1:
+            raise ValueError("set exactly one of model, train_tiny or quantize_job_id")
         if self.model is not None and self.model.kind == "openai":
             raise ValueError("the local model must expose hidden states: kind tiny or hf, not openai")
         return self

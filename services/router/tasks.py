@@ -16,7 +16,7 @@ def run_train_rejector(params: TrainRejectorParams, ctx: JobContext) -> dict:
 
 
 def run_train_decider(params: TrainDeciderParams, ctx: JobContext) -> dict:
-    return _store(_guarded(lambda: train_decider(params, _progress(ctx))), ctx)
+    return _store(_guarded(lambda: train_decider(params, _progress(ctx), ctx.load_announced_model)), ctx)
 
 
 def _progress(ctx: JobContext):

@@ -239,6 +239,16 @@ class JobStore:
                 )
             )
 
+    def announced_models(self, job_id: str) -> list[dict]:
+        """The artifacts (name, sha256, ...) the job announced with MODEL_READY events, in order."""
+        with self.db.read_rows() as conn:
+            payloads = conn.execute(
+                select(EVENTS.c.payload)
+                .where(EVENTS.c.job_id == job_id, EVENTS.c.type == MODEL_READY)
+                .order_by(EVENTS.c.seq)
+            ).scalars()
+            return [p["artifact"] for p in payloads]
+
     # --- cancellation -----------------------------------------------------------
 
     def request_cancel(self, tenant: str, service: str, job_id: str) -> Job:

@@ -34,6 +34,14 @@ class JobContext:
     def log(self) -> logging.Logger:
         return logging.getLogger(f"paperworks.job.{self.job_id}")
 
+    def load_announced_model(self, service: str, job_id: str, field: str):
+        """(artifact, backend) of the model that this tenant's `service` job announced
+        (`paperworks.shared.announced`); refusals name `field`."""
+        from paperworks.shared.announced import load_announced
+
+        tenant = self.store.get(None, None, self.job_id).tenant
+        return load_announced(self.store, self.artifacts, tenant, service, job_id, field)
+
     def progress(
         self,
         step: int,

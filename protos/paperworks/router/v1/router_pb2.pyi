@@ -127,12 +127,14 @@ class SubmitTrainRejectorResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[_jobs_pb2.Job, _Mapping]] = ...) -> None: ...
 
 class LocalModel(_message.Message):
-    __slots__ = ("model", "train_tiny")
+    __slots__ = ("model", "train_tiny", "quantize_job_id")
     MODEL_FIELD_NUMBER: _ClassVar[int]
     TRAIN_TINY_FIELD_NUMBER: _ClassVar[int]
+    QUANTIZE_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     model: ModelSpec
     train_tiny: TrainTiny
-    def __init__(self, model: _Optional[_Union[ModelSpec, _Mapping]] = ..., train_tiny: _Optional[_Union[TrainTiny, _Mapping]] = ...) -> None: ...
+    quantize_job_id: str
+    def __init__(self, model: _Optional[_Union[ModelSpec, _Mapping]] = ..., train_tiny: _Optional[_Union[TrainTiny, _Mapping]] = ..., quantize_job_id: _Optional[str] = ...) -> None: ...
 
 class TrainTiny(_message.Message):
     __slots__ = ("steps", "seed", "dim", "layers")
