@@ -68,15 +68,15 @@ def start_stack(state_dir: Path, services=("ops",), **extra: str):
 
 
 
-def service_fixtures(name: str):
-    """Module-scoped `stack` (an embedded stack running service `name`) and `client` fixtures.
+def service_fixtures(*names: str):
+    """Module-scoped `stack` (an embedded stack running the named services) and `client` fixtures.
 
     Usage in a test module: `stack, client = service_fixtures("urban")`.
     """
 
     @pytest.fixture(scope="module")
     def stack(tmp_path_factory):
-        s = start_stack(tmp_path_factory.mktemp(f"{name}-stack"), services=(name,))
+        s = start_stack(tmp_path_factory.mktemp(f"{'-'.join(names)}-stack"), services=names)
         yield s
         s.down()
 
@@ -88,6 +88,15 @@ def service_fixtures(name: str):
             yield c
 
     return stack, client
+
+
+def finished(client, job, timeout: float = 300):
+    """The job once finished, asserting it SUCCEEDED (its error message otherwise)."""
+    from paperworks.shared.rpc.convert import PROTO_TO_STATE
+
+    final = client.wait(job.id, timeout=timeout)
+    assert PROTO_TO_STATE[final.state] == "SUCCEEDED", final.error.message
+    return final
 
 
 def clears_its_spread(gains) -> tuple[bool, str]:

@@ -35,6 +35,7 @@ PLOT = ROOT / "results" / "router_curves.png"
 sys.path.insert(0, str(ROOT.parent))
 
 from paperworks.router.v1 import router_pb2, router_pb2_grpc  # noqa: E402
+from paperworks.services.router.checkable import GRADED_LOOKUPS  # noqa: E402
 from paperworks.services.router.embed import minilm  # noqa: E402
 from paperworks.services.router.pipelines import train_decider  # noqa: E402
 from paperworks.services.router.plots import decider_png  # noqa: E402
@@ -110,7 +111,7 @@ def sdr_params(seed: int, n_train: int, n_val: int, n_test: int, steps: int) -> 
     local LM's training lookups, drawn at Zipf(1.3) frequencies."""
     return TrainDeciderParams(
         local={"train_tiny": {"steps": steps, "seed": seed}},
-        tasks={"lookup_keys": 200, "known_fraction": 1.0, "key_zipf": 1.3},
+        tasks=GRADED_LOOKUPS,
         remotes=[
             {"name": "small", "price": 1.0, "accuracy": [0.9, 0.5, 0.5]},
             {"name": "large", "price": 10.0, "accuracy": [0.97, 0.97, 0.97]},

@@ -12,27 +12,9 @@ from paperworks.services.router.local_lm import train_local_tiny
 from paperworks.services.router.policy import load_policy
 from paperworks.shared.backends.tiny_model import save_tiny
 from paperworks.shared.client import Client
-from paperworks.shared.rpc.convert import PROTO_TO_STATE
-from support import TOKENS, start_stack
+from support import TOKENS, finished, service_fixtures
 
-
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    s = start_stack(tmp_path_factory.mktemp("chain-stack"), services=("quantizer", "router"))
-    yield s
-    s.down()
-
-
-@pytest.fixture(scope="module")
-def client(stack):
-    with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as c:
-        yield c
-
-
-def done(client, job):
-    final = client.wait(job.id, timeout=300)
-    assert PROTO_TO_STATE[final.state] == "SUCCEEDED", final.error.message
-    return final
+stack, client = service_fixtures("quantizer", "router")
 
 
 @pytest.fixture(scope="module")
@@ -43,13 +25,13 @@ def quantized(client, tmp_path_factory):
     directory = save_tiny(tmp_path_factory.mktemp("local") / "model", module)
     text = tmp_path_factory.mktemp("text") / "tasks.txt"
     text.write_text("\n".join(t.text for t in suite.generate(400, seed=5, known_only=True)))
-    return done(client, client.submit("quantizer", "quantize", model={"kind": "tiny", "path": str(directory)},
-                                      method="rabit", data={"path": str(text)}, seq_len=32,
-                                      calibration_windows=8))
+    return finished(client, client.submit(
+        "quantizer", "quantize", model={"kind": "tiny", "path": str(directory)}, method="rabit",
+        data={"path": str(text)}, seq_len=32, calibration_windows=8))
 
 
 def test_the_router_routes_with_the_model_a_quantizer_job_announced(client, quantized, tmp_path):
-    decider = done(client, client.submit(
+    decider = finished(client, client.submit(
         "router", "train_decider", local={"quantize_job_id": quantized.id},
         remotes=[{"name": "remote-sim", "price": 1.0, "accuracy": [0.97, 0.97, 0.97]}],
         n_train=60, n_validation=30, n_test=30, steps=100, query_router_baseline=False))
@@ -82,8 +64,8 @@ def test_a_model_the_tenant_cannot_use_is_refused_at_submission_naming_the_field
         other_tenant = refused(bob, quantized.id)
     assert other_tenant.code() == grpc.StatusCode.NOT_FOUND and "no quantizer job" in other_tenant.details()
     assert refused(client, "no-such-job").code() == grpc.StatusCode.NOT_FOUND
-    evaluation = done(client, client.submit("quantizer", "evaluate", quantize_job_id=quantized.id,
-                                            data={"stdlib": {"files": 4, "max_chars": 2000}}, windows=2,
-                                            seq_len=16))
+    evaluation = finished(client, client.submit("quantizer", "evaluate", quantize_job_id=quantized.id,
+                                                data={"stdlib": {"files": 4, "max_chars": 2000}}, windows=2,
+                                                seq_len=16))
     silent = refused(client, evaluation.id)
     assert silent.code() == grpc.StatusCode.FAILED_PRECONDITION and "announced no model" in silent.details()

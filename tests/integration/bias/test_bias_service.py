@@ -17,7 +17,7 @@ from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.status import field_violations
 from paperworks.v1 import jobs_pb2
 from reproduction.bias.openai_server import LocalOpenAIServer
-from support import service_fixtures
+from support import finished, service_fixtures
 
 BUILTIN = {
     "target": {"kind": "builtin", "builtin": "planted-target", "options": {"seed": 1}},
@@ -32,12 +32,6 @@ stack, client = service_fixtures("bias")
 def endpoint():
     with LocalOpenAIServer({"planted": PlantedTarget(DEFAULT_TAXONOMY, PlantedTargetOptions(seed=1))}) as s:
         yield s
-
-
-def finished(client, job):
-    final = client.wait(job.id, timeout=240)
-    assert PROTO_TO_STATE[final.state] == "SUCCEEDED", final.error.message
-    return final
 
 
 @pytest.fixture(scope="module")

@@ -16,10 +16,9 @@ from paperworks.shared.backends.tiny_data import stdlib_texts
 from paperworks.shared.backends.tiny_model import TinyConfig, load_tiny, save_tiny
 from paperworks.shared.backends.tiny_train import train_tiny_lm
 from paperworks.shared.client import Client
-from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.status import field_violations
 from paperworks.v1 import jobs_pb2
-from support import TOKENS, service_fixtures
+from support import TOKENS, finished, service_fixtures
 
 DATA = {"stdlib": {"files": 8, "max_chars": 4000, "seed": 1}}
 SMALL = {"seq_len": 32, "batch_size": 4, "calibration_windows": 4}
@@ -36,17 +35,11 @@ def model_dir(tmp_path_factory):
                          train_tiny_lm(texts, config, steps=60, seed=0, batch_size=8).module))
 
 
-def done(client, job):
-    final = client.wait(job.id, timeout=300)
-    assert PROTO_TO_STATE[final.state] == "SUCCEEDED", final.error.message
-    return final
-
-
 @pytest.fixture(scope="module")
 def rabit_job(client, model_dir):
     job = client.submit("quantizer", "quantize", model={"kind": "tiny", "path": model_dir}, method="rabit",
                         data=DATA, token_budget=10 * 4 * 32, **SMALL)
-    return done(client, job)
+    return finished(client, job)
 
 
 def test_quantize_reports_layers_steps_and_announces_the_model(client, rabit_job, stack, tmp_path):
@@ -108,13 +101,14 @@ def test_generate_and_score_serve_the_packed_checkpoint(client, rabit_job, model
 
 
 def test_lcqat_job_and_evaluate_with_diagnostics(client, model_dir, rabit_job):
-    lc = done(client, client.submit("quantizer", "quantize", model={"kind": "tiny", "path": model_dir},
-                                    method="lcqat", data=DATA, block_steps=3, block_latent_lr=0.01, **SMALL))
+    lc = finished(client, client.submit(
+        "quantizer", "quantize", model={"kind": "tiny", "path": model_dir}, method="lcqat", data=DATA,
+        block_steps=3, block_latent_lr=0.01, **SMALL))
     assert lc.result["bits_per_weight"] == 2.0 and lc.result["steps"] == 0
     evals = {}
     for job in (rabit_job, lc):
-        ev = done(client, client.submit("quantizer", "evaluate", quantize_job_id=job.id, data=DATA, windows=8,
-                                        seq_len=32))
+        ev = finished(client, client.submit("quantizer", "evaluate", quantize_job_id=job.id, data=DATA,
+                                            windows=8, seq_len=32))
         evals[job.result["method"]] = ev.result
         assert {a.name for a in ev.artifacts} == {"evaluation.json"}
         assert ev.result["quantized"]["perplexity"] > 1 and ev.result["base"]["bits_per_byte"] > 0

@@ -16,7 +16,7 @@ from paperworks.shared.client import Client
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.status import field_violations
 from PIL import Image
-from support import TOKENS, service_fixtures
+from support import TOKENS, finished, service_fixtures
 
 SMALL = {"detector_epochs": 2, "relation_epochs": 2, "max_objects": 6}
 
@@ -34,16 +34,10 @@ def dataset_path(tmp_path_factory, scenes):
     return str(write_json(scenes, synthetic_vocabulary(), tmp_path_factory.mktemp("scenegraph-data")))
 
 
-def done(client, job):
-    final = client.wait(job.id, timeout=300)
-    assert PROTO_TO_STATE[final.state] == "SUCCEEDED", final.error.message
-    return final
-
-
 @pytest.fixture(scope="module")
 def trained(client, dataset_path):
-    return done(client, client.submit("scenegraph", "train", dataset={"path": dataset_path}, base="penet",
-                                      **SMALL))
+    return finished(client, client.submit("scenegraph", "train", dataset={"path": dataset_path}, base="penet",
+                                          **SMALL))
 
 
 def test_train_stores_the_generator_and_its_history(trained, client, tmp_path):
@@ -59,7 +53,7 @@ def test_train_stores_the_generator_and_its_history(trained, client, tmp_path):
 def test_evaluate_reports_the_benchmark_metrics_per_mode(client, trained, dataset_path):
     job = client.submit("scenegraph", "evaluate", train_job_id=trained.id, dataset={"path": dataset_path},
                         modes=["predcls", "sgdet"])
-    result = done(client, job).result
+    result = finished(client, job).result
     assert set(result["modes"]) == {"predcls", "sgdet"}
     for metrics in result["modes"].values():
         assert set(metrics) == {f"{m}@{k}" for m in ("R", "ngR", "mR") for k in (20, 50, 100)}
@@ -69,7 +63,7 @@ def test_evaluate_reports_the_benchmark_metrics_per_mode(client, trained, datase
 def test_predict_batch_writes_scene_graphs_and_drawings(client, trained, tmp_path):
     job = client.submit("scenegraph", "predict", train_job_id=trained.id,
                         dataset={"synthetic": {"seed": 5, "images": 4}}, top_k=5, max_drawings=2)
-    final = done(client, job)
+    final = finished(client, job)
     assert final.result["images"] == 4 and final.result["drawn"] == 2
     paths = {p.name: p for p in client.pull_artifacts(final.id, tmp_path)}
     graphs = json.loads(paths["scene_graphs.json"].read_text())["images"]

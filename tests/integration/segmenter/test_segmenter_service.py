@@ -18,7 +18,7 @@ from paperworks.shared.client import Client
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.status import field_violations
 from paperworks.shared.rpc.tensors import from_numpy, to_numpy
-from support import TOKENS, announced_models, service_fixtures
+from support import TOKENS, announced_models, finished, service_fixtures
 
 CFG = synthetic.PhantomConfig(size=24, lesions=2, lesion_radius=2.0)
 SPACING = (1.0, 0.8, 0.8)
@@ -33,22 +33,16 @@ def dataset_dir(tmp_path_factory):
     return volumes.write_dataset(tmp_path_factory.mktemp("nnunet"), cases, synthetic.STRUCTURES, SPACING)
 
 
-def done(client, job):
-    final = client.wait(job.id, timeout=240)
-    assert PROTO_TO_STATE[final.state] == "SUCCEEDED", final.error.message
-    return final
-
-
 @pytest.fixture(scope="module")
 def fitted(client, dataset_dir):
-    return done(
+    return finished(
         client, client.submit("segmenter", "fit_minor_params", dataset={"path": str(dataset_dir)}, trials=8)
     )
 
 
 @pytest.fixture(scope="module")
 def trained(client, dataset_dir, fitted):
-    return done(
+    return finished(
         client,
         client.submit(
             "segmenter",
@@ -62,7 +56,7 @@ def trained(client, dataset_dir, fitted):
 
 @pytest.fixture(scope="module")
 def denoiser(client):
-    return done(
+    return finished(
         client,
         client.submit(
             "segmenter",
@@ -84,7 +78,7 @@ def test_fit_minor_params_reports_the_six_parameters(fitted):
 def test_segment_job_writes_label_volumes_with_the_input_geometry(client, trained, dataset_dir, tmp_path):
     assert set(trained.result["structures"].values()) == {"organ", "lesion"}
     assert announced_models(client, trained) == ["segmenter.safetensors"]
-    job = done(
+    job = finished(
         client,
         client.submit(
             "segmenter", "segment", model_job_id=trained.id, dataset={"path": str(dataset_dir), "limit": 2}
@@ -132,7 +126,7 @@ def test_inline_segment_from_nifti_and_from_a_tensor(client, trained):
 def test_denoise_chains_a_segment_job_without_the_client(client, denoiser, trained):
     assert denoiser.result["ne_defect"] < 1e-4
     assert announced_models(client, denoiser) == ["denoiser.safetensors"]
-    job = done(
+    job = finished(
         client,
         client.submit(
             "segmenter",
@@ -142,7 +136,7 @@ def test_denoise_chains_a_segment_job_without_the_client(client, denoiser, train
             then_segment={"model_job_id": trained.id},
         ),
     )
-    seg = done(client, client.get(job.result["segment_job_id"]))
+    seg = finished(client, client.get(job.result["segment_job_id"]))
     assert seg.result["cases"] == ["case_000", "case_001"]
     assert {a.name for a in seg.artifacts} == {
         "case_000_seg.nii.gz",

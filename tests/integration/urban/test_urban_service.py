@@ -9,11 +9,10 @@ import pytest
 from paperworks.services.urban import world
 from paperworks.services.urban.dataset import write_folder
 from paperworks.shared.client import Client
-from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.status import field_violations
 from paperworks.shared.rpc.tensors import from_numpy, to_numpy
 from paperworks.urban.v1 import urban_pb2
-from support import TOKENS, announced_models, service_fixtures
+from support import TOKENS, announced_models, finished, service_fixtures
 
 WORLD = world.WorldConfig(seed=5, cities=2, locations_per_city=80)
 SMALL = {"embed_dim": 16, "heads": 2, "layers": 1, "steps": 30, "batch_size": 64}
@@ -27,22 +26,16 @@ def dataset_dir(tmp_path_factory):
     return str(write_folder(world.generate(WORLD), tmp_path_factory.mktemp("urban-data")))
 
 
-def done(client, job):
-    final = client.wait(job.id, timeout=240)
-    assert PROTO_TO_STATE[final.state] == "SUCCEEDED", final.error.message
-    return final
-
-
 @pytest.fixture(scope="module")
 def pretrained(client, dataset_dir):
-    return done(client, client.submit("urban", "pretrain", dataset={"path": dataset_dir}, **SMALL))
+    return finished(client, client.submit("urban", "pretrain", dataset={"path": dataset_dir}, **SMALL))
 
 
 @pytest.fixture(scope="module")
 def fitted(client, dataset_dir, pretrained):
     job = client.submit("urban", "fit_task", pretrain_job_id=pretrained.id, dataset={"path": dataset_dir},
                         target="house_price", task_type="regression", append_coordinates=True)
-    return done(client, job)
+    return finished(client, job)
 
 
 def test_pretrain_stores_encoder_embeddings_and_map(client, pretrained, tmp_path):
@@ -96,7 +89,7 @@ def test_evaluate_scores_tasks_subsets_and_regions(client, dataset_dir, pretrain
                         tasks=[{"target": "house_price"}, {"target": "land_use"}],
                         subsets=[{"modalities": ["coordinates"]}, {"modalities": ["street_view", "poi"]}],
                         leave_one_region_out=True)
-    tasks = done(client, job).result["tasks"]
+    tasks = finished(client, job).result["tasks"]
     assert tasks["house_price"]["metric"] == "r2" and tasks["land_use"]["metric"] == "macro_f1"
     assert set(tasks["land_use"]["held_out_region_mean"]) == {"embedding", "concatenated"}
 

@@ -21,21 +21,19 @@ The job's own pipeline (`train_decider`) is what runs, exactly as the service ru
 from __future__ import annotations
 
 import pytest
+from paperworks.services.router.checkable import GRADED_LOOKUPS
 from paperworks.services.router.pipelines import train_decider
 from paperworks.services.router.spec import TrainDeciderParams
 from support import clears_its_spread
 
 SEEDS = (0, 1, 2)
 BASELINES = ("always_local", "always_best", "confidence_cascade", "query_router")
-# 200 lookup keys, all in the local LM's training lookups but at Zipf(1.3) frequencies: knowing a
-# key is graded by how often the model saw it (services/router/checkable.py).
-TASKS = {"lookup_keys": 200, "known_fraction": 1.0, "key_zipf": 1.3}
 
 
 def run(seed: int) -> dict:
     params = TrainDeciderParams(
         local={"train_tiny": {"steps": 400, "seed": seed}},
-        tasks=TASKS,
+        tasks=GRADED_LOOKUPS,
         remotes=[
             {"name": "small", "price": 1.0, "accuracy": [0.9, 0.5, 0.5]},
             {"name": "large", "price": 10.0, "accuracy": [0.97, 0.97, 0.97]},
