@@ -42,10 +42,13 @@ class Setup:
     block_steps: int = 100
     block_latent_lr: float = 0.01  # LC-QAT's block reconstruction trains the code latents too
     lcqat_calib_windows: int = 128  # LC-QAT's PTQ calibration windows (8,192 tokens)
+    e2e_steps: int = 128  # LC-QAT's PTQ ends with end-to-end steps on those windows, 16 at a time
+    e2e_latent_lr: float = 0.01
     val_windows: int = 64
 
     def config(self, method: str, steps: int) -> quantize.QuantConfig:
-        lc = {"calib_windows": self.lcqat_calib_windows} if method == "lcqat" else {}
+        lc = ({"calib_windows": self.lcqat_calib_windows, "e2e_steps": self.e2e_steps,
+               "e2e_latent_lr": self.e2e_latent_lr} if method == "lcqat" else {})
         return quantize.QuantConfig(method=method, steps=steps, lr=self.lr, block_steps=self.block_steps,
                                     block_latent_lr=self.block_latent_lr, seq_len=self.model.max_seq_len,
                                     seed=self.seed, **lc)

@@ -12,16 +12,18 @@ so the quantized matrix Q(W~) sees incoherent, near-Gaussian weights.
 affine image of the 2-bit integer grid, c(z) = A z + b with z in {0..3}^4, A (4x4) and b (4)
 per weight matrix, so a code is the 8-bit index of z (2 bits per weight).
 
-*PTQ initialization* (Sec. 3.3): Hessian-aware sequential rounding - GPTQ over 4-column
-blocks with H = E[x~ x~^T] from calibration data: each block is rounded to its nearest
-codeword and the error, scaled by the inverse-Hessian Cholesky factor, is pushed onto the
-columns not yet rounded; A and b are then refitted to the chosen z by least squares weighted
-by the Hessian (and the squared row scales), i.e. to minimise the layer's output error on the
-calibration inputs (two rounds). Then *block reconstruction fine-tuning*: per transformer
-block, the continuous parameters (A, b, s, c) are fitted so that the block's output on the
-full-precision block input matches the full-precision block; optionally (`latent_lr` > 0)
-the code latents train with them, through QAT's rounding and surrogate (below), and are
-rounded back into codes.
+*PTQ initialization* (Sec. 3.3): Hessian-aware sequential rounding - GPTQ over 4-column blocks
+with H = E[x~ x~^T] from calibration data, in act-order (the blocks with the largest diag(H)
+first): each block is rounded to its nearest codeword and the error, scaled by the
+inverse-Hessian Cholesky factor, is pushed onto the blocks not yet rounded; A and b are then
+refitted to the chosen z by least squares weighted by the Hessian (and the squared row scales),
+i.e. to minimise the layer's output error on the calibration inputs (two rounds). Then *block
+reconstruction fine-tuning*: per transformer block, the continuous parameters (A, b, s, c) are
+fitted so that the block's output on the full-precision block input matches the full-precision
+block; optionally (`latent_lr` > 0) the code latents train with them, through QAT's rounding
+and surrogate (below), and are rounded back into codes. Optionally (`end_to_end`, our
+extension) the whole model then fits the QAT objective on the same calibration windows (all
+layers' A, b, s, c and code latents).
 
 *QAT* (Sec. 3.4): a continuous latent V in z-space, z = clamp(round(V), 0, 3) rounded per
 coordinate (no nearest-codeword search, no lookup in the forward), W~ = A z + b, and the DGE
@@ -48,7 +50,7 @@ import torch.nn.functional as F
 from paperworks.kernels import ops, packing
 from torch import nn
 
-from .common import forward, is_linear
+from .common import distill_loss, forward, is_linear
 
 DGE_K, DGE_MAX = 4.0, 3.0
 GRID = torch.stack([(torch.arange(256) >> (2 * j)) & 3 for j in range(4)], -1).float()  # (256, 4)
@@ -151,20 +153,26 @@ class LCLinear(nn.Module):
 
     # ---- PTQ: Hessian-aware sequential rounding ----
     @torch.no_grad()
-    def ptq(self, x: torch.Tensor, rounds: int = 2, damp: float = 0.01) -> None:
+    def ptq(self, x: torch.Tensor, rounds: int = 2, damp: float = 0.01, act_order: bool = True) -> None:
         xt = self.rot_in(x / self.in_scale)
         hess = xt.T @ xt / len(xt)
         hess += damp * hess.diag().mean() * torch.eye(self.m)
-        hinv = torch.cholesky_inverse(torch.linalg.cholesky(hess.double()))
+        nb = self.m // 4
+        order = torch.arange(nb)
+        if act_order:  # GPTQ's act-order: the 4-blocks with the largest Hessian diagonal first
+            order = hess.diag().reshape(nb, 4).sum(1).argsort(descending=True)
+        cols = (4 * order[:, None] + torch.arange(4)).reshape(-1)
+        hp = hess[cols][:, cols]
+        hinv = torch.cholesky_inverse(torch.linalg.cholesky(hp.double()))
         u = torch.linalg.cholesky(hinv, upper=True).float()
         for _ in range(rounds):
             codebook = GRID @ self.a.T + self.b
-            w = self.target.clone()
-            codes = torch.empty(self.n, self.m // 4, dtype=torch.long)
-            for blk in range(self.m // 4):
+            w = self.target[:, cols].clone()
+            codes = torch.empty(self.n, nb, dtype=torch.long)
+            for blk in range(nb):
                 c0, c1 = 4 * blk, 4 * blk + 4
                 code = torch.cdist(w[:, c0:c1], codebook).argmin(1)
-                codes[:, blk] = code
+                codes[:, order[blk]] = code
                 # OBS update of the columns not yet rounded for a jointly rounded 4-block:
                 # dW_rest = -E (H^-1_BB)^-1 H^-1_B,rest = -E U_BB^-1 U_B,rest (H^-1 = U^T U)
                 err = torch.linalg.solve_triangular(u[c0:c1, c0:c1], w[:, c0:c1] - codebook[code],
@@ -302,3 +310,37 @@ def block_reconstruction(student: nn.Module, teacher: nn.Module, ids: torch.Tens
         if on_block:
             on_block(i + 1, len(s_blocks), result[-1])
     return result
+
+
+def end_to_end(student: nn.Module, teacher: nn.Module, ids: torch.Tensor, *, steps: int, lr: float = 1e-3,
+               latent_lr: float = 0.0, batch: int = 16, hidden_weight: float = 1.0,
+               on_step=None) -> list[float]:
+    """End-to-end fine-tuning on the calibration windows (cycled `batch` at a time, Adam at a constant
+    lr): the QAT objective (KL to the teacher + hidden-state MSE) over every layer's A, b, s, c and,
+    where `latent_lr` > 0, the code latents (QAT's rounding and DGE surrogate), rounded back into
+    codes at the end (so the QAT start is still exactly this model). Returns the per-step losses;
+    `on_step(step, steps, loss)` hears each one."""
+    layers = lc_layers(student)
+    groups = [{"params": [p for m in layers for p in (m.a, m.b, m.scale, m.in_scale)], "lr": lr}]
+    if latent_lr > 0:
+        for m in layers:
+            m.start_qat()
+        groups.append({"params": [m.latent for m in layers], "lr": latent_lr})
+    for g in groups:
+        for p in g["params"]:
+            p.requires_grad_(True)
+    opt = torch.optim.Adam(groups)
+    losses = []
+    for step in range(steps):
+        c0 = (step * batch) % len(ids)
+        loss, _, _ = distill_loss(student, teacher, ids[c0 : c0 + batch], hidden_weight)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        if on_step:
+            on_step(step + 1, steps, losses[-1])
+    for m in layers:
+        if m.mode == "qat":
+            m.finish_qat()
+    return losses

@@ -47,6 +47,8 @@ class QuantConfig:
     init_sweeps: int = 50  # RaBiT: most Gauss-Seidel sweeps (they stop at the fixed point)
     block_steps: int = 30  # LC-QAT block reconstruction steps per block
     block_latent_lr: float = 0.0  # LC-QAT: > 0 also trains the code latents in block reconstruction
+    e2e_steps: int = 0  # LC-QAT: end-to-end steps on the calibration windows after block reconstruction
+    e2e_latent_lr: float = 0.0  # LC-QAT: > 0 also trains the code latents in those steps
     group_size: int = 64  # scalar baselines
     seed: int = 0
 
@@ -91,6 +93,11 @@ def build_student(teacher: nn.Module, data: TokenData, cfg: QuantConfig,
             student, teacher, calib, steps=cfg.block_steps, latent_lr=cfg.block_latent_lr,
             on_block=lambda i, n, e: progress(i, n, "block_reconstruction", f"block {i}: rel. MSE {e:.4f}"),
         )
+    if cfg.method == "lcqat" and cfg.e2e_steps > 0:
+        info["end_to_end_losses"] = lcqat.end_to_end(
+            student, teacher, calib, steps=cfg.e2e_steps, latent_lr=cfg.e2e_latent_lr,
+            hidden_weight=cfg.hidden_weight,
+            on_step=lambda i, n, loss: progress(i, n, "end_to_end", f"step {i}: loss {loss:.4f}"))
     return student.eval(), info
 
 

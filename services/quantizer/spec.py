@@ -56,6 +56,8 @@ class QuantizeParams(BaseModel):
     greedy_init: bool = False
     block_steps: int = Field(default=30, ge=0, le=10_000)
     block_latent_lr: float = Field(default=0.0, ge=0.0, le=1.0)
+    e2e_steps: int = Field(default=0, ge=0, le=10_000)
+    e2e_latent_lr: float = Field(default=0.0, ge=0.0, le=1.0)
     group_size: Annotated[int, _default(64), Field(ge=4, le=4096, multiple_of=4)] = 64
     seed: Seed = 0
 

@@ -49,6 +49,7 @@ def quant_config(params: QuantizeParams, seq_len: int) -> quantize.QuantConfig:
         hidden_weight=params.hidden_weight, calib_windows=params.calibration_windows,
         init="greedy" if params.greedy_init else "svid", init_sweeps=params.init_sweeps,
         block_steps=params.block_steps, block_latent_lr=params.block_latent_lr,
+        e2e_steps=params.e2e_steps, e2e_latent_lr=params.e2e_latent_lr,
         group_size=params.group_size, seed=params.seed)
 
 

@@ -103,8 +103,11 @@ def test_generate_and_score_serve_the_packed_checkpoint(client, rabit_job, model
 def test_lcqat_job_and_evaluate_with_diagnostics(client, model_dir, rabit_job):
     lc = finished(client, client.submit(
         "quantizer", "quantize", model={"kind": "tiny", "path": model_dir}, method="lcqat", data=DATA,
-        block_steps=3, block_latent_lr=0.01, **SMALL))
+        block_steps=3, block_latent_lr=0.01, e2e_steps=2, e2e_latent_lr=0.01, **SMALL))
     assert lc.result["bits_per_weight"] == 2.0 and lc.result["steps"] == 0
+    stages = [e.progress.stage for e in client.watch(lc.id, timeout=30)
+              if e.type == jobs_pb2.JOB_EVENT_TYPE_PROGRESS]
+    assert {"init", "block_reconstruction", "end_to_end"} <= set(stages)
     evals = {}
     for job in (rabit_job, lc):
         ev = finished(client, client.submit("quantizer", "evaluate", quantize_job_id=job.id, data=DATA,

@@ -50,10 +50,13 @@ def test_claim2_lcqat_starts_at_ptq_which_beats_rtn_and_a_tenth_of_the_tokens_ge
     assert lcqat["lcqat_tokens"] * 10 == lcqat["scalar_qat_tokens"]
     # Counting the PTQ's calibration windows too, LC-QAT sees at most a quarter of scalar QAT's tokens.
     assert (lcqat["ptq_calibration_tokens"] + lcqat["lcqat_tokens"]) * 4 <= lcqat["scalar_qat_tokens"]
-    # The paper's "a tenth of the tokens is no worse than scalar QAT on all of them" holds on seed 0
-    # only (-0.019 / +0.005 / +0.005 nats on seeds 0-2, see the README); what holds on every seed is
-    # that LC-QAT on a tenth of the tokens gets nearly all of the gain scalar QAT on all of them
-    # makes over their common RTN start (111% / 96% / 96%).
+    # The paper's "a tenth of the tokens is no worse than scalar QAT on all of them": -0.019 /
+    # -0.009 / +0.002 nats on seeds 0-2, -0.006 / -0.014 / -0.008 on held-out seeds 3-5 (README).
+    # Asserted within 0.005, less than the run-to-run spread measured on these runs (a +-0.01%
+    # change of a learning rate moves LC-QAT by up to 0.006 and scalar QAT by up to 0.016); and
+    # LC-QAT on a tenth of the tokens gets nearly all of the gain scalar QAT on all of them makes
+    # over their common RTN start (111% / 107% / 98% on seeds 0-2).
+    assert lcqat["lcqat_val_loss"] <= lcqat["scalar_qat_val_loss"] + 0.005
     rtn = lcqat["rtn_val_loss"]
     gain = (rtn - lcqat["lcqat_val_loss"]) / (rtn - lcqat["scalar_qat_val_loss"])
     assert lcqat["scalar_qat_val_loss"] < rtn and gain >= 0.9, gain

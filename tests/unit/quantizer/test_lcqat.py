@@ -129,3 +129,49 @@ def test_block_reconstruction_with_code_latents_changes_codes_and_fits_the_block
     assert sum(int((m.codes != p.codes).sum()) for m, _, p in layers) > 0
     assert all(m.mode == "ptq" and m.latent is None for m, _, _ in layers)  # rounded back into codes
     assert err_moved[0] < err_fixed[0], (err_moved, err_fixed)
+
+
+def test_act_order_puts_every_code_back_in_its_column_block():
+    # An exactly diagonal Hessian (orthogonal input columns) propagates no rounding error, so the
+    # order of the blocks cannot matter: act-order must give the natural order's codes and A, b.
+    n, m, tokens = 16, 32, 256
+    w = torch.randn(n, m, generator=torch.Generator().manual_seed(5)) * 0.05
+    q = torch.linalg.qr(torch.randn(tokens, m, generator=torch.Generator().manual_seed(6)))[0]
+    xt = q * tokens**0.5 * torch.linspace(2.0, 0.2, m).roll(11)  # diag(H) not sorted by block
+    natural, ordered = lcqat.LCLinear(w, None, seed=5), lcqat.LCLinear(w, None, seed=5)
+    x = natural.rot_in.inverse(xt)
+    natural.ptq(x, act_order=False)
+    ordered.ptq(x, act_order=True)
+    assert torch.equal(natural.codes, ordered.codes)
+    torch.testing.assert_close(natural.a, ordered.a)
+    torch.testing.assert_close(natural.b, ordered.b)
+
+
+def test_end_to_end_fit_lowers_the_distillation_loss_and_ends_on_codes():
+    import copy
+
+    from paperworks.services.quantizer import quantize
+    from paperworks.services.quantizer.common import TokenData, distill_loss
+    from paperworks.shared.backends.tiny_model import TinyConfig, TinyDecoder
+
+    torch.manual_seed(0)
+    teacher = TinyDecoder(TinyConfig(dim=32, n_layers=1, n_heads=2, mlp_hidden=64, max_seq_len=16)).eval()
+    gen = torch.Generator().manual_seed(0)
+    data = TokenData.from_ids(torch.randint(0, 256, (4000,), generator=gen).tolist())
+    cfg = quantize.QuantConfig(method="lcqat", seq_len=16, calib_windows=32, block_steps=0)
+    ptq, _ = quantize.build_student(teacher, data, cfg)
+    calib = data.calib(16, 32, 0)
+    fixed, moved = copy.deepcopy(ptq), copy.deepcopy(ptq)
+
+    def loss(model):
+        with torch.no_grad():
+            return float(distill_loss(model, teacher, calib, 1.0)[0])
+
+    lcqat.end_to_end(fixed, teacher, calib, steps=40)
+    lcqat.end_to_end(moved, teacher, calib, steps=80, latent_lr=0.05)
+    layers = [(m, f, p) for m, f, p in zip(moved.modules(), fixed.modules(), ptq.modules(), strict=True)
+              if isinstance(m, lcqat.LCLinear)]
+    assert all(torch.equal(f.codes, p.codes) for _, f, p in layers)  # latent_lr 0: codes fixed
+    assert sum(int((m.codes != p.codes).sum()) for m, _, p in layers) > 0
+    assert all(m.mode == "ptq" and m.latent is None for m, _, _ in layers)  # rounded back into codes
+    assert loss(fixed) < loss(ptq) and loss(moved) < loss(ptq), (loss(ptq), loss(fixed), loss(moved))

@@ -26,15 +26,17 @@ def test_block_settings_travel_from_the_grpc_request_to_the_method_config():
     request = quantizer_pb2.SubmitQuantizeRequest(
         model=quantizer_pb2.ModelSource(kind="tiny", path="/m"), method="lcqat",
         data=quantizer_pb2.TextSource(path="/t"), token_budget=10_000, batch_size=4,
-        block_steps=100, block_latent_lr=0.01)
+        block_steps=100, block_latent_lr=0.01, e2e_steps=128, e2e_latent_lr=0.02)
     cfg = quant_config(QuantizeParams.model_validate(request_params(request)), seq_len=32)
     assert (cfg.block_steps, cfg.block_latent_lr, cfg.steps, cfg.batch) == (100, 0.01, 78, 4)
+    assert (cfg.e2e_steps, cfg.e2e_latent_lr) == (128, 0.02)
 
 
 @pytest.mark.parametrize("change, field", [
     ({"bits": 3}, "bits"), ({"method": "gptq"}, "method"), ({"group_size": 6}, "group_size"),
     ({"model": {"kind": "onnx", "path": "/m"}}, "model.kind"),
     ({"data": {"path": "/t", "stdlib": {}}}, "data"), ({"block_latent_lr": -0.1}, "block_latent_lr"),
+    ({"e2e_steps": -1}, "e2e_steps"), ({"e2e_latent_lr": 2.0}, "e2e_latent_lr"),
 ])
 def test_bad_parameters_name_their_field(change, field):
     params = {"model": {"kind": "tiny", "path": "/m"}, "method": "rabit", "data": {"path": "/t"}, **change}

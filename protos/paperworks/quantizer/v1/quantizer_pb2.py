@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from paperworks.v1 import jobs_pb2 as paperworks_dot_v1_dot_jobs__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'paperworks/quantizer/v1/quantizer.proto\x12\x17paperworks.quantizer.v1\x1a\x18paperworks/v1/jobs.proto\")\n\x0bModelSource\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\"]\n\nTextSource\x12\x0e\n\x04path\x18\x01 \x01(\tH\x00\x12\x35\n\x06stdlib\x18\x02 \x01(\x0b\x32#.paperworks.quantizer.v1.StdlibTextH\x00\x42\x08\n\x06source\"<\n\nStdlibText\x12\r\n\x05\x66iles\x18\x01 \x01(\x05\x12\x11\n\tmax_chars\x18\x02 \x01(\x05\x12\x0c\n\x04seed\x18\x03 \x01(\x04\"\xe2\x03\n\x15SubmitQuantizeRequest\x12\x33\n\x05model\x18\x01 \x01(\x0b\x32$.paperworks.quantizer.v1.ModelSource\x12\x0e\n\x06method\x18\x02 \x01(\t\x12\x0c\n\x04\x62its\x18\x03 \x01(\x05\x12\x31\n\x04\x64\x61ta\x18\x04 \x01(\x0b\x32#.paperworks.quantizer.v1.TextSource\x12\x14\n\x0ctoken_budget\x18\x05 \x01(\x03\x12\x1b\n\x13\x63\x61libration_windows\x18\x06 \x01(\x05\x12\x0f\n\x07seq_len\x18\x07 \x01(\x05\x12\x12\n\nbatch_size\x18\x08 \x01(\x05\x12\x15\n\rlearning_rate\x18\t \x01(\x01\x12\x1a\n\rhidden_weight\x18\n \x01(\x01H\x00\x88\x01\x01\x12\x13\n\x0binit_sweeps\x18\x0b \x01(\x05\x12\x13\n\x0bgreedy_init\x18\x0c \x01(\x08\x12\x18\n\x0b\x62lock_steps\x18\r \x01(\x05H\x01\x88\x01\x01\x12\x12\n\ngroup_size\x18\x0e \x01(\x05\x12\x0c\n\x04seed\x18\x0f \x01(\x04\x12\x17\n\x0fidempotency_key\x18\x10 \x01(\t\x12\x17\n\x0f\x62lock_latent_lr\x18\x11 \x01(\x01\x42\x10\n\x0e_hidden_weightB\x0e\n\x0c_block_steps\"9\n\x16SubmitQuantizeResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\x9e\x01\n\x15SubmitEvaluateRequest\x12\x17\n\x0fquantize_job_id\x18\x01 \x01(\t\x12\x31\n\x04\x64\x61ta\x18\x02 \x01(\x0b\x32#.paperworks.quantizer.v1.TextSource\x12\x0f\n\x07windows\x18\x03 \x01(\x05\x12\x0f\n\x07seq_len\x18\x04 \x01(\x05\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\t\"9\n\x16SubmitEvaluateResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"v\n\x0fGenerateRequest\x12\x17\n\x0fquantize_job_id\x18\x01 \x01(\t\x12\x0f\n\x07prompts\x18\x02 \x03(\t\x12\x16\n\x0emax_new_tokens\x18\x03 \x01(\x05\x12\x13\n\x0btemperature\x18\x04 \x01(\x01\x12\x0c\n\x04seed\x18\x05 \x01(\x04\"V\n\nCompletion\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x15\n\rfinish_reason\x18\x02 \x01(\t\x12\x11\n\ttoken_ids\x18\x03 \x03(\x03\x12\x10\n\x08logprobs\x18\x04 \x03(\x01\"L\n\x10GenerateResponse\x12\x38\n\x0b\x63ompletions\x18\x01 \x03(\x0b\x32#.paperworks.quantizer.v1.Completion\"O\n\x0cScoreRequest\x12\x17\n\x0fquantize_job_id\x18\x01 \x01(\t\x12\x0f\n\x07prompts\x18\x02 \x03(\t\x12\x15\n\rcontinuations\x18\x03 \x03(\t\"O\n\x11\x43ontinuationScore\x12\x10\n\x08logprobs\x18\x01 \x03(\x01\x12\x15\n\rtotal_logprob\x18\x02 \x01(\x01\x12\x11\n\ttoken_ids\x18\x03 \x03(\x03\"K\n\rScoreResponse\x12:\n\x06scores\x18\x01 \x03(\x0b\x32*.paperworks.quantizer.v1.ContinuationScore2\xb1\x03\n\x10QuantizerService\x12q\n\x0eSubmitQuantize\x12..paperworks.quantizer.v1.SubmitQuantizeRequest\x1a/.paperworks.quantizer.v1.SubmitQuantizeResponse\x12q\n\x0eSubmitEvaluate\x12..paperworks.quantizer.v1.SubmitEvaluateRequest\x1a/.paperworks.quantizer.v1.SubmitEvaluateResponse\x12_\n\x08Generate\x12(.paperworks.quantizer.v1.GenerateRequest\x1a).paperworks.quantizer.v1.GenerateResponse\x12V\n\x05Score\x12%.paperworks.quantizer.v1.ScoreRequest\x1a&.paperworks.quantizer.v1.ScoreResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'paperworks/quantizer/v1/quantizer.proto\x12\x17paperworks.quantizer.v1\x1a\x18paperworks/v1/jobs.proto\")\n\x0bModelSource\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\"]\n\nTextSource\x12\x0e\n\x04path\x18\x01 \x01(\tH\x00\x12\x35\n\x06stdlib\x18\x02 \x01(\x0b\x32#.paperworks.quantizer.v1.StdlibTextH\x00\x42\x08\n\x06source\"<\n\nStdlibText\x12\r\n\x05\x66iles\x18\x01 \x01(\x05\x12\x11\n\tmax_chars\x18\x02 \x01(\x05\x12\x0c\n\x04seed\x18\x03 \x01(\x04\"\x8c\x04\n\x15SubmitQuantizeRequest\x12\x33\n\x05model\x18\x01 \x01(\x0b\x32$.paperworks.quantizer.v1.ModelSource\x12\x0e\n\x06method\x18\x02 \x01(\t\x12\x0c\n\x04\x62its\x18\x03 \x01(\x05\x12\x31\n\x04\x64\x61ta\x18\x04 \x01(\x0b\x32#.paperworks.quantizer.v1.TextSource\x12\x14\n\x0ctoken_budget\x18\x05 \x01(\x03\x12\x1b\n\x13\x63\x61libration_windows\x18\x06 \x01(\x05\x12\x0f\n\x07seq_len\x18\x07 \x01(\x05\x12\x12\n\nbatch_size\x18\x08 \x01(\x05\x12\x15\n\rlearning_rate\x18\t \x01(\x01\x12\x1a\n\rhidden_weight\x18\n \x01(\x01H\x00\x88\x01\x01\x12\x13\n\x0binit_sweeps\x18\x0b \x01(\x05\x12\x13\n\x0bgreedy_init\x18\x0c \x01(\x08\x12\x18\n\x0b\x62lock_steps\x18\r \x01(\x05H\x01\x88\x01\x01\x12\x12\n\ngroup_size\x18\x0e \x01(\x05\x12\x0c\n\x04seed\x18\x0f \x01(\x04\x12\x17\n\x0fidempotency_key\x18\x10 \x01(\t\x12\x17\n\x0f\x62lock_latent_lr\x18\x11 \x01(\x01\x12\x11\n\te2e_steps\x18\x12 \x01(\x05\x12\x15\n\re2e_latent_lr\x18\x13 \x01(\x01\x42\x10\n\x0e_hidden_weightB\x0e\n\x0c_block_steps\"9\n\x16SubmitQuantizeResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\x9e\x01\n\x15SubmitEvaluateRequest\x12\x17\n\x0fquantize_job_id\x18\x01 \x01(\t\x12\x31\n\x04\x64\x61ta\x18\x02 \x01(\x0b\x32#.paperworks.quantizer.v1.TextSource\x12\x0f\n\x07windows\x18\x03 \x01(\x05\x12\x0f\n\x07seq_len\x18\x04 \x01(\x05\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\t\"9\n\x16SubmitEvaluateResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"v\n\x0fGenerateRequest\x12\x17\n\x0fquantize_job_id\x18\x01 \x01(\t\x12\x0f\n\x07prompts\x18\x02 \x03(\t\x12\x16\n\x0emax_new_tokens\x18\x03 \x01(\x05\x12\x13\n\x0btemperature\x18\x04 \x01(\x01\x12\x0c\n\x04seed\x18\x05 \x01(\x04\"V\n\nCompletion\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x15\n\rfinish_reason\x18\x02 \x01(\t\x12\x11\n\ttoken_ids\x18\x03 \x03(\x03\x12\x10\n\x08logprobs\x18\x04 \x03(\x01\"L\n\x10GenerateResponse\x12\x38\n\x0b\x63ompletions\x18\x01 \x03(\x0b\x32#.paperworks.quantizer.v1.Completion\"O\n\x0cScoreRequest\x12\x17\n\x0fquantize_job_id\x18\x01 \x01(\t\x12\x0f\n\x07prompts\x18\x02 \x03(\t\x12\x15\n\rcontinuations\x18\x03 \x03(\t\"O\n\x11\x43ontinuationScore\x12\x10\n\x08logprobs\x18\x01 \x03(\x01\x12\x15\n\rtotal_logprob\x18\x02 \x01(\x01\x12\x11\n\ttoken_ids\x18\x03 \x03(\x03\"K\n\rScoreResponse\x12:\n\x06scores\x18\x01 \x03(\x0b\x32*.paperworks.quantizer.v1.ContinuationScore2\xb1\x03\n\x10QuantizerService\x12q\n\x0eSubmitQuantize\x12..paperworks.quantizer.v1.SubmitQuantizeRequest\x1a/.paperworks.quantizer.v1.SubmitQuantizeResponse\x12q\n\x0eSubmitEvaluate\x12..paperworks.quantizer.v1.SubmitEvaluateRequest\x1a/.paperworks.quantizer.v1.SubmitEvaluateResponse\x12_\n\x08Generate\x12(.paperworks.quantizer.v1.GenerateRequest\x1a).paperworks.quantizer.v1.GenerateResponse\x12V\n\x05Score\x12%.paperworks.quantizer.v1.ScoreRequest\x1a&.paperworks.quantizer.v1.ScoreResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,25 +39,25 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_STDLIBTEXT']._serialized_start=232
   _globals['_STDLIBTEXT']._serialized_end=292
   _globals['_SUBMITQUANTIZEREQUEST']._serialized_start=295
-  _globals['_SUBMITQUANTIZEREQUEST']._serialized_end=777
-  _globals['_SUBMITQUANTIZERESPONSE']._serialized_start=779
-  _globals['_SUBMITQUANTIZERESPONSE']._serialized_end=836
-  _globals['_SUBMITEVALUATEREQUEST']._serialized_start=839
-  _globals['_SUBMITEVALUATEREQUEST']._serialized_end=997
-  _globals['_SUBMITEVALUATERESPONSE']._serialized_start=999
-  _globals['_SUBMITEVALUATERESPONSE']._serialized_end=1056
-  _globals['_GENERATEREQUEST']._serialized_start=1058
-  _globals['_GENERATEREQUEST']._serialized_end=1176
-  _globals['_COMPLETION']._serialized_start=1178
-  _globals['_COMPLETION']._serialized_end=1264
-  _globals['_GENERATERESPONSE']._serialized_start=1266
-  _globals['_GENERATERESPONSE']._serialized_end=1342
-  _globals['_SCOREREQUEST']._serialized_start=1344
-  _globals['_SCOREREQUEST']._serialized_end=1423
-  _globals['_CONTINUATIONSCORE']._serialized_start=1425
-  _globals['_CONTINUATIONSCORE']._serialized_end=1504
-  _globals['_SCORERESPONSE']._serialized_start=1506
-  _globals['_SCORERESPONSE']._serialized_end=1581
-  _globals['_QUANTIZERSERVICE']._serialized_start=1584
-  _globals['_QUANTIZERSERVICE']._serialized_end=2017
+  _globals['_SUBMITQUANTIZEREQUEST']._serialized_end=819
+  _globals['_SUBMITQUANTIZERESPONSE']._serialized_start=821
+  _globals['_SUBMITQUANTIZERESPONSE']._serialized_end=878
+  _globals['_SUBMITEVALUATEREQUEST']._serialized_start=881
+  _globals['_SUBMITEVALUATEREQUEST']._serialized_end=1039
+  _globals['_SUBMITEVALUATERESPONSE']._serialized_start=1041
+  _globals['_SUBMITEVALUATERESPONSE']._serialized_end=1098
+  _globals['_GENERATEREQUEST']._serialized_start=1100
+  _globals['_GENERATEREQUEST']._serialized_end=1218
+  _globals['_COMPLETION']._serialized_start=1220
+  _globals['_COMPLETION']._serialized_end=1306
+  _globals['_GENERATERESPONSE']._serialized_start=1308
+  _globals['_GENERATERESPONSE']._serialized_end=1384
+  _globals['_SCOREREQUEST']._serialized_start=1386
+  _globals['_SCOREREQUEST']._serialized_end=1465
+  _globals['_CONTINUATIONSCORE']._serialized_start=1467
+  _globals['_CONTINUATIONSCORE']._serialized_end=1546
+  _globals['_SCORERESPONSE']._serialized_start=1548
+  _globals['_SCORERESPONSE']._serialized_end=1623
+  _globals['_QUANTIZERSERVICE']._serialized_start=1626
+  _globals['_QUANTIZERSERVICE']._serialized_end=2059
 # @@protoc_insertion_point(module_scope)

@@ -34,7 +34,7 @@ class StdlibText(_message.Message):
     def __init__(self, files: _Optional[int] = ..., max_chars: _Optional[int] = ..., seed: _Optional[int] = ...) -> None: ...
 
 class SubmitQuantizeRequest(_message.Message):
-    __slots__ = ("model", "method", "bits", "data", "token_budget", "calibration_windows", "seq_len", "batch_size", "learning_rate", "hidden_weight", "init_sweeps", "greedy_init", "block_steps", "group_size", "seed", "idempotency_key", "block_latent_lr")
+    __slots__ = ("model", "method", "bits", "data", "token_budget", "calibration_windows", "seq_len", "batch_size", "learning_rate", "hidden_weight", "init_sweeps", "greedy_init", "block_steps", "group_size", "seed", "idempotency_key", "block_latent_lr", "e2e_steps", "e2e_latent_lr")
     MODEL_FIELD_NUMBER: _ClassVar[int]
     METHOD_FIELD_NUMBER: _ClassVar[int]
     BITS_FIELD_NUMBER: _ClassVar[int]
@@ -52,6 +52,8 @@ class SubmitQuantizeRequest(_message.Message):
     SEED_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     BLOCK_LATENT_LR_FIELD_NUMBER: _ClassVar[int]
+    E2E_STEPS_FIELD_NUMBER: _ClassVar[int]
+    E2E_LATENT_LR_FIELD_NUMBER: _ClassVar[int]
     model: ModelSource
     method: str
     bits: int
@@ -69,7 +71,9 @@ class SubmitQuantizeRequest(_message.Message):
     seed: int
     idempotency_key: str
     block_latent_lr: float
-    def __init__(self, model: _Optional[_Union[ModelSource, _Mapping]] = ..., method: _Optional[str] = ..., bits: _Optional[int] = ..., data: _Optional[_Union[TextSource, _Mapping]] = ..., token_budget: _Optional[int] = ..., calibration_windows: _Optional[int] = ..., seq_len: _Optional[int] = ..., batch_size: _Optional[int] = ..., learning_rate: _Optional[float] = ..., hidden_weight: _Optional[float] = ..., init_sweeps: _Optional[int] = ..., greedy_init: _Optional[bool] = ..., block_steps: _Optional[int] = ..., group_size: _Optional[int] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., block_latent_lr: _Optional[float] = ...) -> None: ...
+    e2e_steps: int
+    e2e_latent_lr: float
+    def __init__(self, model: _Optional[_Union[ModelSource, _Mapping]] = ..., method: _Optional[str] = ..., bits: _Optional[int] = ..., data: _Optional[_Union[TextSource, _Mapping]] = ..., token_budget: _Optional[int] = ..., calibration_windows: _Optional[int] = ..., seq_len: _Optional[int] = ..., batch_size: _Optional[int] = ..., learning_rate: _Optional[float] = ..., hidden_weight: _Optional[float] = ..., init_sweeps: _Optional[int] = ..., greedy_init: _Optional[bool] = ..., block_steps: _Optional[int] = ..., group_size: _Optional[int] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., block_latent_lr: _Optional[float] = ..., e2e_steps: _Optional[int] = ..., e2e_latent_lr: _Optional[float] = ...) -> None: ...
 
 class SubmitQuantizeResponse(_message.Message):
     __slots__ = ("job",)
