@@ -44,7 +44,8 @@ def run_train(params: TrainParams, ctx: JobContext) -> dict:
         ctx.progress(done, total, stage=stage, message=f"epoch {step}/{steps} loss {loss:.4f}")
 
     gen = SceneGraphGenerator.train(samples, vocab, cfg, progress)
-    ctx.put_artifact(MODEL_FILE, gen.to_bytes(), "application/octet-stream")
+    model = ctx.put_artifact(MODEL_FILE, gen.to_bytes(), "application/octet-stream")
+    ctx.announce_model(model, f"{params.base} scene-graph generator with the {params.head} predicate head")
     frequencies = {vocab.predicate_name(r): int(n) for r, n in enumerate(gen.train_frequencies) if r}
     ctx.put_json("training.json", {"config": cfg.model_dump(), "losses": history,
                                    "predicate_frequencies": frequencies, "vocabulary": vocab.model_dump()})

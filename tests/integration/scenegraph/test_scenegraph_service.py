@@ -16,7 +16,7 @@ from paperworks.shared.client import Client
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.status import field_violations
 from PIL import Image
-from support import TOKENS, finished, service_fixtures
+from support import TOKENS, announced_models, finished, service_fixtures
 
 SMALL = {"detector_epochs": 2, "relation_epochs": 2, "max_objects": 6}
 
@@ -45,6 +45,7 @@ def test_train_stores_the_generator_and_its_history(trained, client, tmp_path):
     assert r["images"] == 32 and r["base"] == "penet" and r["head"] == "dsnet"
     assert r["relation_loss"] < r["first_relation_loss"]
     assert {a.name for a in trained.artifacts} == {"model.safetensors", "training.json"}
+    assert announced_models(client, trained) == ["model.safetensors"]
     paths = {p.name: p for p in client.pull_artifacts(trained.id, tmp_path)}
     history = json.loads(paths["training.json"].read_text())
     assert len(history["losses"]["detector"]) == 2 and history["vocabulary"]["geometric"][0] == "near"
