@@ -258,6 +258,27 @@ def _first(out):
     return out[0] if isinstance(out, tuple | list) else out
 
 
+def _optimizer(layers: list[LCLinear], lr: float, latent_lr: float) -> torch.optim.Adam:
+    """Adam over the layers' continuous parameters (A, b, s, c) at `lr` and, where `latent_lr` > 0,
+    their code latents (switched to QAT's rounding and surrogate) at `latent_lr`."""
+    groups = [{"params": [p for m in layers for p in (m.a, m.b, m.scale, m.in_scale)], "lr": lr}]
+    if latent_lr > 0:
+        for m in layers:
+            m.start_qat()
+        groups.append({"params": [m.latent for m in layers], "lr": latent_lr})
+    for group in groups:
+        for p in group["params"]:
+            p.requires_grad_(True)
+    return torch.optim.Adam(groups)
+
+
+def _round_back(layers: list[LCLinear]) -> None:
+    """Latents back into codes, so the next stage (or QAT's step 0) starts exactly here."""
+    for m in layers:
+        if m.mode == "qat":
+            m.finish_qat()
+
+
 def block_reconstruction(student: nn.Module, teacher: nn.Module, ids: torch.Tensor, *, steps: int,
                          lr: float = 1e-3, latent_lr: float = 0.0, batch: int = 16,
                          on_block=None) -> list[float]:
@@ -290,20 +311,13 @@ def block_reconstruction(student: nn.Module, teacher: nn.Module, ids: torch.Tens
     result = []
     for i, blk in enumerate(s_blocks):
         layers = lc_layers(blk)
-        groups = [{"params": [p for m in layers for p in (m.a, m.b, m.scale, m.in_scale)], "lr": lr}]
-        if latent_lr > 0:
-            for m in layers:
-                m.start_qat()
-            groups.append({"params": [m.latent for m in layers], "lr": latent_lr})
-        opt = torch.optim.Adam(groups)
+        opt = _optimizer(layers, lr, latent_lr)
         for step in range(steps):
             loss = rel_mse(blk, i, chunks[step % len(chunks)])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-        for m in layers:
-            if m.mode == "qat":
-                m.finish_qat()
+        _round_back(layers)
         with torch.no_grad():
             errors = [float(rel_mse(blk, i, chunk)) for chunk in chunks]
         result.append(sum(errors) / len(errors))
@@ -321,15 +335,7 @@ def end_to_end(student: nn.Module, teacher: nn.Module, ids: torch.Tensor, *, ste
     codes at the end (so the QAT start is still exactly this model). Returns the per-step losses;
     `on_step(step, steps, loss)` hears each one."""
     layers = lc_layers(student)
-    groups = [{"params": [p for m in layers for p in (m.a, m.b, m.scale, m.in_scale)], "lr": lr}]
-    if latent_lr > 0:
-        for m in layers:
-            m.start_qat()
-        groups.append({"params": [m.latent for m in layers], "lr": latent_lr})
-    for g in groups:
-        for p in g["params"]:
-            p.requires_grad_(True)
-    opt = torch.optim.Adam(groups)
+    opt = _optimizer(layers, lr, latent_lr)
     losses = []
     for step in range(steps):
         c0 = (step * batch) % len(ids)
@@ -340,7 +346,5 @@ def end_to_end(student: nn.Module, teacher: nn.Module, ids: torch.Tensor, *, ste
         losses.append(loss.item())
         if on_step:
             on_step(step + 1, steps, losses[-1])
-    for m in layers:
-        if m.mode == "qat":
-            m.finish_qat()
+    _round_back(layers)
     return losses

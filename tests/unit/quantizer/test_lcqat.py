@@ -106,9 +106,9 @@ def test_widths_not_divisible_by_four_are_refused():
         lcqat.LCLinear(torch.randn(4, 10), None, seed=0)
 
 
-def test_block_reconstruction_with_code_latents_changes_codes_and_fits_the_block_better():
-    import copy
-
+@pytest.fixture(scope="module")
+def tiny_ptq():
+    """(teacher, its LC-QAT PTQ student before any fine-tuning, 32 calibration windows)."""
     from paperworks.services.quantizer import quantize
     from paperworks.services.quantizer.common import TokenData
     from paperworks.shared.backends.tiny_model import TinyConfig, TinyDecoder
@@ -119,15 +119,28 @@ def test_block_reconstruction_with_code_latents_changes_codes_and_fits_the_block
     data = TokenData.from_ids(torch.randint(0, 256, (4000,), generator=gen).tolist())
     cfg = quantize.QuantConfig(method="lcqat", seq_len=16, calib_windows=32, block_steps=0)
     ptq, _ = quantize.build_student(teacher, data, cfg)
-    calib = data.calib(16, 32, 0)
+    return teacher, ptq, data.calib(16, 32, 0)
+
+
+def _fixed_and_moved(ptq, fit, **moved_options):
+    """Two copies of the PTQ student fitted by `fit`, codes fixed and latents at `moved_options`;
+    checks what holds for both stages (fixed codes stay, moved ones change and are codes again)."""
+    import copy
+
     fixed, moved = copy.deepcopy(ptq), copy.deepcopy(ptq)
-    err_fixed = lcqat.block_reconstruction(fixed, teacher, calib, steps=60)
-    err_moved = lcqat.block_reconstruction(moved, teacher, calib, steps=60, latent_lr=0.05)
+    fixed_out, moved_out = fit(fixed), fit(moved, **moved_options)
     layers = [(m, f, p) for m, f, p in zip(moved.modules(), fixed.modules(), ptq.modules(), strict=True)
               if isinstance(m, lcqat.LCLinear)]
     assert all(torch.equal(f.codes, p.codes) for _, f, p in layers)  # latent_lr 0: codes fixed
     assert sum(int((m.codes != p.codes).sum()) for m, _, p in layers) > 0
     assert all(m.mode == "ptq" and m.latent is None for m, _, _ in layers)  # rounded back into codes
+    return fixed, moved, fixed_out, moved_out
+
+
+def test_block_reconstruction_with_code_latents_changes_codes_and_fits_the_block_better(tiny_ptq):
+    teacher, ptq, calib = tiny_ptq
+    _, _, err_fixed, err_moved = _fixed_and_moved(
+        ptq, lambda m, **kw: lcqat.block_reconstruction(m, teacher, calib, steps=60, **kw), latent_lr=0.05)
     assert err_moved[0] < err_fixed[0], (err_moved, err_fixed)
 
 
@@ -147,31 +160,16 @@ def test_act_order_puts_every_code_back_in_its_column_block():
     torch.testing.assert_close(natural.b, ordered.b)
 
 
-def test_end_to_end_fit_lowers_the_distillation_loss_and_ends_on_codes():
-    import copy
+def test_end_to_end_fit_lowers_the_distillation_loss_and_ends_on_codes(tiny_ptq):
+    from paperworks.services.quantizer.common import distill_loss
 
-    from paperworks.services.quantizer import quantize
-    from paperworks.services.quantizer.common import TokenData, distill_loss
-    from paperworks.shared.backends.tiny_model import TinyConfig, TinyDecoder
-
-    torch.manual_seed(0)
-    teacher = TinyDecoder(TinyConfig(dim=32, n_layers=1, n_heads=2, mlp_hidden=64, max_seq_len=16)).eval()
-    gen = torch.Generator().manual_seed(0)
-    data = TokenData.from_ids(torch.randint(0, 256, (4000,), generator=gen).tolist())
-    cfg = quantize.QuantConfig(method="lcqat", seq_len=16, calib_windows=32, block_steps=0)
-    ptq, _ = quantize.build_student(teacher, data, cfg)
-    calib = data.calib(16, 32, 0)
-    fixed, moved = copy.deepcopy(ptq), copy.deepcopy(ptq)
+    teacher, ptq, calib = tiny_ptq
 
     def loss(model):
         with torch.no_grad():
             return float(distill_loss(model, teacher, calib, 1.0)[0])
 
-    lcqat.end_to_end(fixed, teacher, calib, steps=40)
-    lcqat.end_to_end(moved, teacher, calib, steps=80, latent_lr=0.05)
-    layers = [(m, f, p) for m, f, p in zip(moved.modules(), fixed.modules(), ptq.modules(), strict=True)
-              if isinstance(m, lcqat.LCLinear)]
-    assert all(torch.equal(f.codes, p.codes) for _, f, p in layers)  # latent_lr 0: codes fixed
-    assert sum(int((m.codes != p.codes).sum()) for m, _, p in layers) > 0
-    assert all(m.mode == "ptq" and m.latent is None for m, _, _ in layers)  # rounded back into codes
+    fixed, moved, _, _ = _fixed_and_moved(
+        ptq, lambda m, steps=40, **kw: lcqat.end_to_end(m, teacher, calib, steps=steps, **kw),
+        steps=80, latent_lr=0.05)
     assert loss(fixed) < loss(ptq) and loss(moved) < loss(ptq), (loss(ptq), loss(fixed), loss(moved))
