@@ -119,9 +119,8 @@ def run_generate_benchmark(params: GenerateBenchmarkParams, ctx: JobContext) -> 
 def _benchmark_text(params: EvaluateBiasParams, ctx: JobContext) -> str:
     if params.benchmark_jsonl.strip():
         return params.benchmark_jsonl
-    tenant = ctx.store.get(None, None, ctx.job_id).tenant
     try:
-        source = ctx.store.get(tenant, "bias", params.source_job_id)
+        source = ctx.store.get(ctx.tenant, "bias", params.source_job_id)
     except NotFound:
         raise InvalidArgument("source_job_id", f"no bias job {params.source_job_id!r}") from None
     if source.kind != "generate_benchmark" or source.state != "SUCCEEDED":

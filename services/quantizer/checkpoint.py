@@ -11,8 +11,10 @@ rebuilds the packed layers on a fresh copy of the base model; nothing is unpickl
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 from torch import nn
@@ -70,12 +72,12 @@ def save(packed: nn.Module, method: str, base: dict) -> tuple[bytes, dict]:
     return st_save(tensors, metadata={"manifest": json.dumps(manifest)}), manifest
 
 
-def manifest_of(data: bytes) -> dict:
-    """The manifest embedded in a checkpoint's safetensors metadata (header only, no tensors read)."""
-    size = int.from_bytes(data[:8], "little")
-    metadata = json.loads(data[8:8 + size]).get("__metadata__", {})
+def manifest_of(path: Path) -> dict:
+    """The manifest embedded in a checkpoint file's safetensors metadata (no tensors read)."""
+    with safe_open(path, framework="pt") as f:
+        metadata = f.metadata() or {}
     if "manifest" not in metadata:
-        raise ValueError("the file carries no paperworks manifest")
+        raise ValueError(f"{path.name} carries no paperworks manifest")
     return json.loads(metadata["manifest"])
 
 

@@ -110,8 +110,9 @@ def packed_model(params: QuantizeParams, blob: bytes, manifest: dict, field: str
 def announced_model(job, artifact: dict, artifacts: ArtifactStore, field: str) -> TorchCausalLM:
     """The quantizer's `ServiceSpec.model_loader`: the packed model a Quantize job announced, for
     other services (the manifest travels inside the checkpoint's metadata)."""
-    blob = artifacts.path(artifact["sha256"]).read_bytes()
-    return packed_model(QuantizeParams.model_validate(job.params), blob, checkpoint.manifest_of(blob), field)
+    path = artifacts.path(artifact["sha256"])
+    return packed_model(QuantizeParams.model_validate(job.params), path.read_bytes(),
+                        checkpoint.manifest_of(path), field)
 
 
 def read_checkpoint(artifacts: ArtifactStore, checkpoint_sha: str, manifest_sha: str) -> tuple[bytes, dict]:

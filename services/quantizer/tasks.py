@@ -16,9 +16,6 @@ from .spec import EvaluateParams, QuantizeParams
 OCTET = "application/octet-stream"
 
 
-def _tenant(ctx: JobContext) -> str:
-    return ctx.store.get(None, None, ctx.job_id).tenant
-
 
 def _reporter(ctx: JobContext):
     return lambda step, total, stage, message: ctx.progress(step, total, stage=stage, message=message)
@@ -82,7 +79,7 @@ def run_quantize(params: QuantizeParams, ctx: JobContext) -> dict:
 
 
 def run_evaluate(params: EvaluateParams, ctx: JobContext) -> dict:
-    job_params, *shas = sources.quantize_job(ctx.store, _tenant(ctx), params.quantize_job_id,
+    job_params, *shas = sources.quantize_job(ctx.store, ctx.tenant, params.quantize_job_id,
                                              "quantize_job_id")
     blob, manifest = sources.read_checkpoint(ctx.artifacts, *shas)
     ctx.progress(0, 1, stage="loading", message=f"base model {job_params.model.path}")

@@ -16,8 +16,7 @@ KS = (20, 50, 100)
 
 
 def _generator(ctx: JobContext, job_id: str) -> SceneGraphGenerator:
-    tenant = ctx.store.get(None, None, ctx.job_id).tenant
-    data, _ = model_artifact(ctx.store, ctx.artifacts, tenant, job_id)
+    data, _ = model_artifact(ctx.store, ctx.artifacts, ctx.tenant, job_id)
     return SceneGraphGenerator.from_bytes(data)
 
 

@@ -22,9 +22,6 @@ NIFTI = "application/gzip"
 OCTET = "application/octet-stream"
 
 
-def _tenant(ctx: JobContext) -> str:
-    return ctx.store.get(None, None, ctx.job_id).tenant
-
 
 def _labelled(params, field="dataset", limit=0):
     cases, names = sources.load_cases(params, field)
@@ -38,7 +35,7 @@ def _minor_params(ctx, job_id: str) -> minor.MinorParams:
     data, _ = sources.job_artifact(
         ctx.store,
         ctx.artifacts,
-        _tenant(ctx),
+        ctx.tenant,
         job_id,
         "fit_minor_params",
         "minor_params.json",
@@ -134,7 +131,7 @@ def _segmenter(ctx, job_id: str) -> Segmenter:
     data, _ = sources.job_artifact(
         ctx.store,
         ctx.artifacts,
-        _tenant(ctx),
+        ctx.tenant,
         job_id,
         "train_segmenter",
         "segmenter.safetensors",
@@ -153,7 +150,7 @@ def run_segment(params: SegmentParams, ctx: JobContext) -> dict:
         inputs = [
             (v, None)
             for v in sources.denoised_volumes(
-                ctx.store, ctx.artifacts, _tenant(ctx), params.source_job_id, "source_job_id"
+                ctx.store, ctx.artifacts, ctx.tenant, params.source_job_id, "source_job_id"
             )
         ]
     report = []
@@ -252,7 +249,7 @@ def run_denoise(params: DenoiseParams, ctx: JobContext) -> dict:
     data, _ = sources.job_artifact(
         ctx.store,
         ctx.artifacts,
-        _tenant(ctx),
+        ctx.tenant,
         params.model_job_id,
         "train_denoiser",
         "denoiser.safetensors",
@@ -262,7 +259,7 @@ def run_denoise(params: DenoiseParams, ctx: JobContext) -> dict:
     if params.then_segment is not None:  # fail before the work if the chained model is unusable
         sources.job_of(
             ctx.store,
-            _tenant(ctx),
+            ctx.tenant,
             params.then_segment.model_job_id,
             "train_segmenter",
             "then_segment.model_job_id",
@@ -290,7 +287,7 @@ def run_denoise(params: DenoiseParams, ctx: JobContext) -> dict:
             threshold=params.then_segment.threshold,
         )
         job, _ = ctx.store.submit(
-            _tenant(ctx),
+            ctx.tenant,
             "segmenter",
             "segment",
             follow.model_dump(mode="json"),

@@ -25,12 +25,9 @@ from paperworks.shared.tasks.context import JobContext
 PARQUET = "application/vnd.apache.parquet"
 
 
-def _tenant(ctx: JobContext) -> str:
-    return ctx.store.get(None, None, ctx.job_id).tenant
-
 
 def _encoder(ctx: JobContext, job_id: str) -> UrbanEncoder:
-    data, _ = job_artifact(ctx.store, ctx.artifacts, _tenant(ctx), job_id, "pretrain", "model.safetensors",
+    data, _ = job_artifact(ctx.store, ctx.artifacts, ctx.tenant, job_id, "pretrain", "model.safetensors",
                            "pretrain_job_id")
     return UrbanEncoder.from_bytes(data)
 

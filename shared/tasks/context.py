@@ -9,6 +9,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass
+from functools import cached_property
 
 from paperworks.shared.artifacts import ArtifactStore
 from paperworks.shared.db.jobs import JobStore
@@ -34,13 +35,17 @@ class JobContext:
     def log(self) -> logging.Logger:
         return logging.getLogger(f"paperworks.job.{self.job_id}")
 
+    @cached_property
+    def tenant(self) -> str:
+        """Whose job this is: the jobs and models it may name are that tenant's only."""
+        return self.store.get(None, None, self.job_id).tenant
+
     def load_announced_model(self, service: str, job_id: str, field: str):
         """(artifact, backend) of the model that this tenant's `service` job announced
         (`paperworks.shared.announced`); refusals name `field`."""
         from paperworks.shared.announced import load_announced
 
-        tenant = self.store.get(None, None, self.job_id).tenant
-        return load_announced(self.store, self.artifacts, tenant, service, job_id, field)
+        return load_announced(self.store, self.artifacts, self.tenant, service, job_id, field)
 
     def progress(
         self,
