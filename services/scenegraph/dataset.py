@@ -5,9 +5,11 @@ The format (`scenes.json`):
     {"classes": ["person", "horse", ...],
      "predicates": ["on", "riding", ...],            # without the background
      "geometric": ["on", ...],                       # the DS-Net split (optional)
+     "depth_order": ["in front of", "behind"],       # optional: predicates naming which object covers
      "images": [
        {"id": "img-0", "file": "images/img-0.png",   # relative to the JSON file
-        "objects": [{"box": [x1, y1, x2, y2], "label": "person"}, ...],   # pixels
+        "objects": [{"box": [x1, y1, x2, y2], "label": "person",
+                     "depth": 2}, ...],              # pixels; depth optional (draw order, all or none)
         "relations": [{"subject": 0, "predicate": "riding", "object": 1}, ...]}]}
 
 Images are read with Pillow, converted to RGB and resized to the model's square
@@ -70,7 +72,7 @@ def load_json(path: Path, image_size: int, field: str = "dataset.path") -> tuple
         raise InvalidArgument(field, f"{path}: needs classes, predicates and a non-empty images list")
     try:
         vocab = Vocabulary(classes=doc.get("classes", []), predicates=doc.get("predicates", []),
-                           geometric=doc.get("geometric", []))
+                           geometric=doc.get("geometric", []), depth_order=doc.get("depth_order", []))
     except ValidationError as exc:
         raise InvalidArgument(field, f"{path}: {exc.errors()[0]['msg']}") from None
     return vocab, [_image(path.parent, entry, k, vocab, image_size, f"{field}: images[{k}]")
@@ -88,6 +90,7 @@ def _image(root: Path, entry: dict, k: int, vocab: Vocabulary, size: int, where:
             if obj["label"] not in vocab.classes:
                 raise InvalidArgument(f"{where}.objects[{i}].label", f"unknown class {obj['label']!r}")
             labels.append(vocab.class_index(obj["label"]))
+        depth = _depth(objects, where)
         triplets = []
         for i, rel in enumerate(relations):
             s, o, p = rel["subject"], rel["object"], rel["predicate"]
@@ -104,7 +107,20 @@ def _image(root: Path, entry: dict, k: int, vocab: Vocabulary, size: int, where:
         raise InvalidArgument(f"{where}.file", f"no file {entry['file']}") from None
     pixels, scaled = resize(image, np.array(boxes, np.float32), size)
     return Sample(pixels, scaled, np.array(labels, np.int64), np.array(triplets, np.int64).reshape(-1, 3),
-                  image_id=str(entry.get("id", k)))
+                  image_id=str(entry.get("id", k)), depth=depth)
+
+
+def _depth(objects: list[dict], where: str) -> np.ndarray | None:
+    """The objects' optional depth annotation (draw order: higher covers lower): all or none."""
+    given = ["depth" in obj for obj in objects]
+    if not any(given):
+        return None
+    for i, obj in enumerate(objects):
+        value = obj.get("depth")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InvalidArgument(f"{where}.objects[{i}].depth", "give every object of the image a numeric "
+                                                                 "depth, or none")
+    return np.array([float(obj["depth"]) for obj in objects], np.float32)
 
 
 def write_json(samples: list[Sample], vocab: Vocabulary, folder: Path) -> Path:
@@ -117,12 +133,13 @@ def write_json(samples: list[Sample], vocab: Vocabulary, folder: Path) -> Path:
         images.append({
             "id": s.image_id or str(k), "file": name,
             "objects": [{"box": [round(float(v), 2) for v in b], "label": vocab.classes[int(c)]}
-                        for b, c in zip(s.boxes, s.labels, strict=True)],
+                        | ({} if s.depth is None else {"depth": float(s.depth[i])})
+                        for i, (b, c) in enumerate(zip(s.boxes, s.labels, strict=True))],
             "relations": [{"subject": int(a), "predicate": vocab.predicate_name(int(p)), "object": int(b)}
                           for a, b, p in s.relations],
         })
     doc = {"classes": vocab.classes, "predicates": vocab.predicates, "geometric": vocab.geometric,
-           "images": images}
+           "depth_order": vocab.depth_order, "images": images}
     path = folder / SCENES_FILE
     path.write_text(json.dumps(doc, indent=1))
     return path

@@ -33,7 +33,13 @@ cross-entropy at weight `main_weight` = 0.3 beside the auxiliary losses at 1
 (measured on the synthetic scenes: at weight 1 the merged loss pulls the
 vision stream back toward the label bias). The classifier is the base model's
 kind (linear for MOTIFS, prototype cosine for PE-Net). One fusion layer, one
-layout-transformer layer, width 64.
+layout-transformer layer, width 64. Where the model is given per-object visual
+attributes (the detector's depth-order estimates, `depth_order.py`), the vision
+stream's pair token adds a projection of the (subject's, object's) estimates after
+its MLP: they are evidence from the pixels, so the space stream, which scores
+"in front of" / "behind", gets them only through the vision -> space fusion
+(put before the MLP, they were washed out: the vision stream's own losses do not
+need them).
 
 Ablations: `streams="single"` runs one stream over the concatenated space and
 vision inputs (self-attention over pairs in place of the cross-stream fusion)
@@ -116,7 +122,7 @@ class CrossFusion(nn.Module):
 class DSNetHead(nn.Module):
     def __init__(self, cfg: DSNetConfig, context: nn.Module, union_dim: int, num_classes: int,
                  geometric_ids: list[int], non_geometric_ids: list[int], prior: FrequencyPrior,
-                 classifier: Literal["linear", "prototype"]):
+                 classifier: Literal["linear", "prototype"], attributes: int = 0):
         super().__init__()
         d = cfg.dim
         self.cfg, self.context, self.prior = cfg, context, prior
@@ -145,6 +151,8 @@ class DSNetHead(nn.Module):
         else:
             self.single_mlp = _mlp(vision_in + (space_in if cfg.streams == "single" else 0), d)
             self.single_fusion = CrossFusion(d, cfg.heads, cfg.gated)
+        # the pair's visual attributes (subject's, object's), added to the vision-side token
+        self.vision_attributes = nn.Linear(2 * attributes, d) if attributes else None
         self.space_classifier = make(1 + len(geometric_ids))
         self.vision_classifier = make(1 + len(non_geometric_ids))
 
@@ -169,6 +177,14 @@ class DSNetHead(nn.Module):
         classes = [c[:, :, None].expand(-1, -1, n, -1), c[:, None].expand(-1, n, -1, -1)]
         return torch.cat([pair, union, *classes], -1)
 
+    def _with_attributes(self, token: torch.Tensor, feats: Features) -> torch.Tensor:
+        if self.vision_attributes is None:
+            return token
+        a = feats.attributes
+        n = a.shape[1]
+        pair = torch.cat([a[:, :, None].expand(-1, -1, n, -1), a[:, None].expand(-1, n, -1, -1)], -1)
+        return token + self.vision_attributes(pair)
+
     def forward(self, feats: Features, union: torch.Tensor) -> dict[str, torch.Tensor]:
         b, n = feats.labels.shape
         padding = ~pair_mask(feats).view(b, n * n)
@@ -177,12 +193,12 @@ class DSNetHead(nn.Module):
         vision_in = self._vision_input(feats, union)
         if self.cfg.streams == "dual":
             s = self.space_mlp(space_in).view(b, n * n, -1)
-            v = self.vision_mlp(vision_in).view(b, n * n, -1)
+            v = self._with_attributes(self.vision_mlp(vision_in), feats).view(b, n * n, -1)
             s2 = self.space_fusion(s, v, padding) if self.space_fusion is not None else s
             v2 = self.vision_fusion(v, s, padding) if self.vision_fusion is not None else v
         else:
             x = torch.cat([space_in, vision_in], -1) if self.cfg.streams == "single" else vision_in
-            x = self.single_mlp(x).view(b, n * n, -1)
+            x = self._with_attributes(self.single_mlp(x), feats).view(b, n * n, -1)
             s2 = v2 = self.single_fusion(x, x, padding)
         prior = self.prior(feats.labels)
         space = self.space_classifier(s2).view(b, n, n, -1)

@@ -16,6 +16,7 @@ every ordered pair, and each pair's relation label:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 from paperworks.services.scenegraph.detector import (
@@ -47,6 +48,13 @@ class Features:
     rel_labels: torch.Tensor  # [B, N, N] long; -1 where no pair (diagonal, padding)
     gt_index: torch.Tensor  # [B, N] long; matched ground-truth object or -1
     image_size: int
+    attributes: torch.Tensor | None = None  # [B, N, A]: the detector's per-object attribute estimates
+
+    def object_inputs(self) -> torch.Tensor:
+        """[B, N, Do + A]: each object's RoI feature with its attribute estimates appended."""
+        if self.attributes is None:
+            return self.obj_feats.float()
+        return torch.cat([self.obj_feats.float(), self.attributes], -1)
 
     def __len__(self) -> int:
         return self.boxes.shape[0]
@@ -54,7 +62,15 @@ class Features:
     def take(self, idx: torch.Tensor) -> Features:
         return Features(self.boxes[idx], self.labels[idx], self.scores[idx], self.valid[idx],
                         self.obj_feats[idx], self.union_feats[idx], self.rel_labels[idx],
-                        self.gt_index[idx], self.image_size)
+                        self.gt_index[idx], self.image_size,
+                        None if self.attributes is None else self.attributes[idx])
+
+
+class AttributeEstimator(Protocol):
+    width: int
+
+    def __call__(self, fine: torch.Tensor, boxes: torch.Tensor, batch_index: torch.Tensor
+                 ) -> torch.Tensor: ...
 
 
 @dataclass
@@ -94,7 +110,8 @@ def _objects(mode: str, sample: Sample, det: Detections | None, cls_logits: torc
 
 @torch.no_grad()
 def extract(detector: Detector, classifier: BoxClassifier | None, samples: list[Sample], mode: str,
-            max_objects: int, batch_size: int = 64) -> Features:
+            max_objects: int, batch_size: int = 64, attributes: AttributeEstimator | None = None) -> Features:
+    """`attributes`: per-object attribute estimates on the stride-2 map (`depth_order`), if any."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
     size = samples[0].image.shape[0]
@@ -107,7 +124,8 @@ def extract(detector: Detector, classifier: BoxClassifier | None, samples: list[
         obj_feats=torch.zeros(n_img, n, obj_dim, dtype=torch.float16),
         union_feats=torch.zeros(n_img, n, n, cu, UNION_POOL, UNION_POOL, dtype=torch.float16),
         rel_labels=torch.full((n_img, n, n), -1, dtype=torch.long),
-        gt_index=torch.full((n_img, n), -1, dtype=torch.long), image_size=size)
+        gt_index=torch.full((n_img, n), -1, dtype=torch.long), image_size=size,
+        attributes=None if attributes is None else torch.zeros(n_img, n, attributes.width))
     for start in range(0, n_img, batch_size):
         chunk = samples[start:start + batch_size]
         maps = detector(image_tensor([s.image for s in chunk]))
@@ -129,6 +147,8 @@ def extract(detector: Detector, classifier: BoxClassifier | None, samples: list[
             zero = torch.zeros(m, dtype=torch.long)
             out.obj_feats[b, :m] = roi_align(maps["coarse"][k:k + 1], boxes, zero, (OBJ_POOL, OBJ_POOL),
                                              1 / COARSE_STRIDE).flatten(1).half()
+            if attributes is not None:
+                out.attributes[b, :m] = attributes(maps["fine"][k:k + 1], boxes, zero)
             si, oi = torch.meshgrid(torch.arange(m), torch.arange(m), indexing="ij")
             union = union_boxes(boxes[si.flatten()], boxes[oi.flatten()])
             feats = roi_align(maps["fine"][k:k + 1], union, torch.zeros(m * m, dtype=torch.long),

@@ -32,6 +32,7 @@ class RelationConfig(BaseModel):
     dsnet: DSNetConfig = Field(default_factory=DSNetConfig)
     hidden: int = Field(default=64, ge=8, le=512)
     union_dim: int = Field(default=128, ge=8, le=1024)
+    attributes: int = Field(default=0, ge=0, le=8, description="per-object attribute estimates (depth order)")
 
 
 def _cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -44,7 +45,7 @@ class RelationModel(nn.Module):
                  coarse_channels: int, fine_channels: int):
         super().__init__()
         self.cfg = cfg
-        obj_dim = coarse_channels * OBJ_POOL * OBJ_POOL
+        obj_dim = coarse_channels * OBJ_POOL * OBJ_POOL + cfg.attributes
         self.union = UnionEncoder(fine_channels, cfg.union_dim)
         self.prior = FrequencyPrior(counts)
         if cfg.base == "motifs":
@@ -54,7 +55,7 @@ class RelationModel(nn.Module):
         if cfg.head == "dsnet":
             self.head = DSNetHead(cfg.dsnet, context, cfg.union_dim, vocab.num_classes, vocab.geometric_ids,
                                   vocab.non_geometric_ids, self.prior,
-                                  "linear" if cfg.base == "motifs" else "prototype")
+                                  "linear" if cfg.base == "motifs" else "prototype", cfg.attributes)
         elif cfg.base == "motifs":
             self.head = MotifsPredictor(context, cfg.union_dim, vocab.num_predicates, self.prior)
         else:

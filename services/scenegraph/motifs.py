@@ -59,7 +59,7 @@ class MotifsContext(nn.Module):
         def unsort(t):
             return t.gather(1, inverse[..., None].expand_as(t))
 
-        x = torch.cat([self.roi_proj(feats.obj_feats.float()), self.obj_embed1(feats.labels),
+        x = torch.cat([self.roi_proj(feats.object_inputs()), self.obj_embed1(feats.labels),
                        self.pos_embed(box_encoding(feats.boxes, feats.image_size))], -1)
         obj_ctx = self.lin_obj(_bilstm(sort(x), lengths, self.obj_ctx_rnn))
         edge_in = torch.cat([sort(self.obj_embed2(feats.labels)), obj_ctx], -1)

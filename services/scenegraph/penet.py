@@ -49,7 +49,7 @@ class PENetContext(nn.Module):
 
     def forward(self, feats: Features) -> tuple[torch.Tensor, torch.Tensor]:
         """Subject-role and object-role entity representations [B, N, dim]."""
-        sub_vis, obj_vis = self.post_emb(feats.obj_feats.float()).chunk(2, -1)
+        sub_vis, obj_vis = self.post_emb(feats.object_inputs()).chunk(2, -1)
         t = self.obj_embed(feats.labels)
         return self.subject(t, self.vis2sem(sub_vis)), self.object(t, self.vis2sem(obj_vis))
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from paperworks.services.scenegraph.components import predicate_counts
+from paperworks.services.scenegraph.depth_order import DepthOrderEstimator, train_depth_order
 from paperworks.services.scenegraph.detector import (
     BoxClassifier,
     Detector,
@@ -43,6 +44,7 @@ class TrainConfig(BaseModel):
     classifier_epochs: int = Field(default=10, ge=1, le=500)
     relation_epochs: int = Field(default=15, ge=1, le=500)
     max_objects: int = Field(default=8, ge=2, le=32)
+    depth_order: bool = False  # fit the depth-order estimator; the relation model gets its estimates
     seed: int = 0
 
 
@@ -77,8 +79,13 @@ class SceneGraphGenerator:
         self.counts, self.train_frequencies = counts, train_frequencies
         self.detector = Detector(vocab.num_classes)
         self.classifier = BoxClassifier(self.detector.backbone.coarse_channels, vocab.num_classes)
-        self.relation = RelationModel(cfg.relation, vocab, counts, self.detector.backbone.coarse_channels,
-                                      self.detector.backbone.fine_channels)
+        self.depth = DepthOrderEstimator(self.detector.backbone.fine_channels) if cfg.depth_order else None
+        self.relation = self._relation_model()
+
+    def _relation_model(self) -> RelationModel:
+        relation = self.cfg.relation.model_copy(update={"attributes": self.depth.width if self.depth else 0})
+        return RelationModel(relation, self.vocab, self.counts, self.detector.backbone.coarse_channels,
+                             self.detector.backbone.fine_channels)
 
     # ------------------------------------------------------------------ training
 
@@ -101,9 +108,10 @@ class SceneGraphGenerator:
             classifier = train_box_classifier(coarse, samples, vocab.num_classes, cfg.classifier_epochs,
                                               cfg.seed)
         gen.classifier = classifier
+        if cfg.depth_order:
+            gen.depth = train_depth_order(gen.detector, samples, vocab, cfg.seed)
         feats = gen.features(samples, "sgdet")
-        gen.relation = RelationModel(cfg.relation, vocab, counts, gen.detector.backbone.coarse_channels,
-                                     gen.detector.backbone.fine_channels)
+        gen.relation = gen._relation_model()
         train_relation_model(gen.relation, feats, cfg.relation_epochs, cfg.seed,
                              on_epoch=lambda e, loss: report("relation", e, cfg.relation_epochs, loss))
         return gen
@@ -111,7 +119,8 @@ class SceneGraphGenerator:
     # ------------------------------------------------------------------ inference
 
     def features(self, samples: list[Sample], mode: str) -> Features:
-        return extract(self.detector, self.classifier, samples, mode, self.cfg.max_objects)
+        return extract(self.detector, self.classifier, samples, mode, self.cfg.max_objects,
+                       attributes=self.depth)
 
     def evaluate(self, samples: list[Sample], modes: tuple[str, ...] = MODES) -> dict[str, dict]:
         out = {}
@@ -143,10 +152,13 @@ class SceneGraphGenerator:
 
     # ------------------------------------------------------------------ checkpoint
 
+    def _modules(self) -> list[tuple[str, torch.nn.Module]]:
+        named = [("detector", self.detector), ("classifier", self.classifier), ("relation", self.relation)]
+        return named + ([("depth", self.depth)] if self.depth is not None else [])
+
     def to_bytes(self) -> bytes:
         tensors = {"counts": self.counts, "train_frequencies": torch.from_numpy(self.train_frequencies)}
-        for prefix, module in (("detector", self.detector), ("classifier", self.classifier),
-                               ("relation", self.relation)):
+        for prefix, module in self._modules():
             for k, v in module.state_dict().items():
                 tensors[f"{prefix}.{k}"] = v.detach().clone().contiguous()
         header = {"vocab": self.vocab.model_dump_json(), "config": self.cfg.model_dump_json()}
@@ -159,8 +171,7 @@ class SceneGraphGenerator:
         vocab = Vocabulary.model_validate_json(header["vocab"])
         cfg = TrainConfig.model_validate_json(header["config"])
         gen = cls(vocab, cfg, tensors["counts"], tensors["train_frequencies"].numpy())
-        for prefix, module in (("detector", gen.detector), ("classifier", gen.classifier),
-                               ("relation", gen.relation)):
+        for prefix, module in gen._modules():
             module.load_state_dict({k[len(prefix) + 1:]: v for k, v in tensors.items()
                                     if k.startswith(prefix + ".")})
             module.eval()

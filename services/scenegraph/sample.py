@@ -15,6 +15,8 @@ class Sample:
     image_id: str = ""
     # Synthetic scenes only: every relation that holds, annotated or not (diagnostics).
     true_relations: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64))
+    # Optional per-object depth annotation: the draw order (higher is drawn over lower), or None.
+    depth: np.ndarray | None = None
 
     @property
     def size(self) -> tuple[int, int]:

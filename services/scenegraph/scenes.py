@@ -68,6 +68,8 @@ class SceneConfig(BaseModel):
     annotation_rate: float = Field(default=0.7, gt=0, le=1)
     overlap_rate: float = Field(default=0.35, ge=0, le=1, description="a filler may overlap others")
     contain_rate: float = Field(default=0.3, ge=0, le=1, description="a small object placed in a big one")
+    overlap_pair_rate: float = Field(default=0.0, ge=0, le=1,
+                                     description="two objects side by side, one partly covering the other")
 
     def rate(self, interaction: str) -> float:
         return getattr(self, f"{interaction}_rate")
@@ -107,6 +109,7 @@ class _Layout:
         self.z: list[float] = []
         self.planted: set[int] = set()
         self.cues: list[tuple[str, int, int]] = []  # (interaction, subject, object) drawn with a cue
+        self.contrasting: list[tuple[int, int]] = []  # pairs drawn in different colours
 
     def extent(self, cls: str) -> tuple[float, float]:
         _, _, (w0, w1), (h0, h1) = CLASS_LOOKS[cls]
@@ -166,6 +169,32 @@ class _Layout:
                 self.add(outer, o_box, 0.0, True)
                 self.add(inner, i_box, 0.5, True)
                 return
+
+    def plant_overlapping(self) -> None:
+        """Two objects side by side at one height, one partly covering the other (a coin flip decides
+        which): "in front of" / "behind", which only the pixels tell, on a pair a detector finds."""
+        rng = self.rng
+        classes = [c for c in CLASS_LOOKS if c != "hat"]
+        for _ in range(20):
+            a_cls, b_cls = (str(c) for c in rng.choice(classes, 2))
+            (aw, ah), (bw, bh) = self.extent(a_cls), self.extent(b_cls)
+            overlap = rng.uniform(0.25, 0.45) * min(aw, bw)
+            x = rng.uniform(1, self.size - 1 - (aw + bw - overlap))
+            cy = rng.uniform(1 + max(ah, bh) / 2, self.size - 1 - max(ah, bh) / 2)
+            a_box = np.array([x, cy - ah / 2, x + aw, cy + ah / 2])
+            b_box = np.array([x + aw - overlap, cy - bh / 2, x + aw - overlap + bw, cy + bh / 2])
+            if rng.random() < 0.5:
+                a_box, b_box = b_box, a_box
+            a_top = rng.random() < 0.5
+            if not (self.inside(a_box) and self.inside(b_box)) or self.clashes(a_box, False) \
+                    or self.clashes(b_box, False):
+                continue
+            if geometric_predicate(a_box, b_box, a_top) not in ("in front of", "behind"):
+                continue
+            a = self.add(a_cls, a_box, 0.5 if a_top else 0.0, True)
+            b = self.add(b_cls, b_box, 0.0 if a_top else 0.5, True)
+            self.contrasting.append((a, b))
+            return
 
     def fill(self, classes: list[str], overlap_rate: float) -> None:
         for _ in range(40):
@@ -288,6 +317,8 @@ def render(layout: _Layout, colours: list[np.ndarray], rng: np.random.Generator)
 def generate_scene(rng: np.random.Generator, cfg: SceneConfig, vocab: Vocabulary, image_id: str) -> Sample:
     layout = _Layout(rng, cfg.image_size)
     n_objects = int(rng.integers(cfg.min_objects, max(cfg.min_objects, cfg.max_objects) + 1))
+    if cfg.overlap_pair_rate and len(layout.boxes) + 2 <= n_objects and rng.random() < cfg.overlap_pair_rate:
+        layout.plant_overlapping()
     for interaction in rng.permutation(list(INTERACTIONS)):
         if len(layout.boxes) + 2 <= n_objects and rng.random() < cfg.rate(interaction):
             layout.plant(str(interaction), with_cue=rng.random() >= cfg.decoy_rate)
@@ -298,7 +329,10 @@ def generate_scene(rng: np.random.Generator, cfg: SceneConfig, vocab: Vocabulary
         layout.fill(vocab.classes, cfg.overlap_rate)
         if len(layout.boxes) == before:
             break
-    colours = [PALETTE[int(rng.integers(len(PALETTE)))] for _ in layout.boxes]
+    if layout.contrasting:  # every object in its own colour
+        colours = list(PALETTE[rng.permutation(len(PALETTE))[:len(layout.boxes)]])
+    else:
+        colours = [PALETTE[int(rng.integers(len(PALETTE)))] for _ in layout.boxes]
     image = render(layout, colours, rng)
     true_rel, labelled = _relations(layout, cfg, vocab, rng)
     return Sample(
@@ -308,6 +342,7 @@ def generate_scene(rng: np.random.Generator, cfg: SceneConfig, vocab: Vocabulary
         relations=np.array(labelled, dtype=np.int64).reshape(-1, 3),
         image_id=image_id,
         true_relations=np.array(true_rel, dtype=np.int64).reshape(-1, 3),
+        depth=np.array(layout.z, dtype=np.float32),
     )
 
 

@@ -28,7 +28,7 @@ class ScenegraphSettings(BaseSettings):
 
 def load_dataset(params: DatasetParams, image_size: int) -> tuple[Vocabulary, list[Sample]]:
     if params.synthetic is not None:
-        cfg = SceneConfig(image_size=image_size)
+        cfg = SceneConfig(image_size=image_size, overlap_pair_rate=params.synthetic.overlap_pair_rate)
         return synthetic_vocabulary(), generate_scenes(params.synthetic.images, params.synthetic.seed, cfg)
     path = Path(params.path).expanduser().resolve()
     root = ScenegraphSettings().data_root

@@ -16,6 +16,7 @@ def _default(value):
 class SyntheticScenesParams(BaseModel):
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
     images: Annotated[int, _default(400), Field(ge=1, le=20_000)] = 400
+    overlap_pair_rate: float = Field(default=0.0, ge=0, le=1)
 
 
 class DatasetParams(BaseModel):
@@ -50,6 +51,7 @@ class TrainParams(BaseModel):
     detector_epochs: Annotated[int, _default(15), Field(ge=1, le=500)] = 15
     relation_epochs: Annotated[int, _default(15), Field(ge=1, le=500)] = 15
     max_objects: Annotated[int, _default(8), Field(ge=2, le=32)] = 8
+    depth_order: bool = False
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
 
 

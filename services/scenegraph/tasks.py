@@ -30,11 +30,15 @@ def run_train(params: TrainParams, ctx: JobContext) -> dict:
     vocab, samples = load_dataset(params.dataset, params.image_size)
     if not any(len(s.relations) for s in samples):
         raise InvalidArgument("dataset", "no image has a relation to learn from")
+    if params.depth_order and not (vocab.depth_order or any(s.depth is not None for s in samples)):
+        raise InvalidArgument("depth_order", "the dataset annotates no depth order: give its objects a "
+                                             "depth, or name its depth_order predicates")
     cfg = TrainConfig(
         relation=RelationConfig(base=params.base, head=params.head,
                                 dsnet=DSNetConfig(**params.dsnet.model_dump())),
         image_size=params.image_size, detector_epochs=params.detector_epochs,
-        relation_epochs=params.relation_epochs, max_objects=params.max_objects, seed=params.seed)
+        relation_epochs=params.relation_epochs, max_objects=params.max_objects,
+        depth_order=params.depth_order, seed=params.seed)
     history: dict[str, list[float]] = {"detector": [], "relation": []}
 
     def progress(stage: str, step: int, steps: int, loss: float) -> None:

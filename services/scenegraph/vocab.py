@@ -32,6 +32,9 @@ class Vocabulary(BaseModel):
     classes: list[str] = Field(min_length=1)
     predicates: list[str] = Field(min_length=1)
     geometric: list[str] = Field(default_factory=list)
+    # [s in front of o, s behind o]: the predicates that name which of two objects covers the other,
+    # the depth-order estimator's targets where objects carry no depth annotation (`depth_order.py`)
+    depth_order: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _consistent(self) -> Vocabulary:
@@ -43,6 +46,10 @@ class Vocabulary(BaseModel):
         unknown = sorted(set(self.geometric) - set(self.predicates))
         if unknown:
             raise ValueError(f"geometric names predicates that do not exist: {unknown}")
+        pair = set(self.depth_order)
+        if self.depth_order and (len(pair) != 2 or len(self.depth_order) != 2
+                                 or not pair <= set(self.predicates)):
+            raise ValueError("depth_order must name two predicates: [in front of, behind]")
         return self
 
     @property
@@ -78,4 +85,5 @@ def synthetic_vocabulary() -> Vocabulary:
         classes=list(SYNTHETIC_CLASSES),
         predicates=SYNTHETIC_GEOMETRIC + SYNTHETIC_NON_GEOMETRIC,
         geometric=list(SYNTHETIC_GEOMETRIC),
+        depth_order=["in front of", "behind"],
     )

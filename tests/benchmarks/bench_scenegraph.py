@@ -7,9 +7,14 @@ plus the latency of the sync Predict path.
 - Predict: `servicer.predict_one` (PNG decode -> resize -> detector -> RoIAlign -> relation model
   -> ranked triplets) for one image per call, SGDet and PredCls, p50/p99 over 100 calls.
 
+- claim 3 in the occlusion world (`experiments.OCCLUSION_WORLD`), same scale: the full head and its
+  ablations on PE-Net, three relation-training seeds each, with the depth-order accuracy and the
+  R@100 of "in front of" / "behind".
+
 Writes tests/benchmarks/results/scenegraph.json; prints a markdown table.
 `BENCH_SCENEGRAPH_IMAGES` (training), `BENCH_SCENEGRAPH_TEST_IMAGES`, `BENCH_SCENEGRAPH_EPOCHS`,
-`BENCH_SCENEGRAPH_SEEDS` resize it (a smoke run, or a larger one).
+`BENCH_SCENEGRAPH_SEEDS` resize it (a smoke run, or a larger one). `BENCH_SCENEGRAPH_PARTS`
+(`standard,occlusion` by default) runs a part alone; the other part's committed results are kept.
 """
 from __future__ import annotations
 
@@ -33,6 +38,12 @@ IMAGES = int(os.environ.get("BENCH_SCENEGRAPH_IMAGES", "600"))
 TEST_IMAGES = int(os.environ.get("BENCH_SCENEGRAPH_TEST_IMAGES", "600"))
 EPOCHS = int(os.environ.get("BENCH_SCENEGRAPH_EPOCHS", "20"))
 SEEDS = [int(s) for s in os.environ.get("BENCH_SCENEGRAPH_SEEDS", "0,1").split(",")]
+PARTS = os.environ.get("BENCH_SCENEGRAPH_PARTS", "standard,occlusion").split(",")
+OCCLUSION_VARIANTS = ("penet", "penet+dsnet", "penet+dsnet/single-stream", "penet+dsnet/one-way-fusion",
+                      "penet+dsnet/vision-to-space-only", "penet+dsnet/no-fusion")
+OCCLUSION_KEYS = ("R@100", "mR@100", "mR@100_geometric", "mR@100_non_geometric", "mR@100_depth_order",
+                  "depth_order_accuracy")
+TRAINING_SEEDS = 3
 KEYS = ("R@100", "ngR@100", "mR@100", "mR@100_geometric", "mR@100_non_geometric", "mR@100_head",
         "mR@100_tail", "ng_as_geo_rate", "geo_share_predicted", "geo_share_annotated")
 
@@ -74,12 +85,42 @@ def table(results: dict) -> str:
     rows.append(f"| Predict latency p50 / p99 (1 image, ms) | SGDet {lat['sgdet']['p50_ms']:.1f} / "
                 f"{lat['sgdet']['p99_ms']:.1f} | PredCls {lat['predcls']['p50_ms']:.1f} / "
                 f"{lat['predcls']['p99_ms']:.1f} | | | | |")
+    if "occlusion_world" in results:
+        rows += ["", occlusion_table(results["occlusion_world"])]
     return "\n".join(rows)
 
 
-def main() -> None:
-    torch.set_num_threads(1)
-    t0 = time.perf_counter()
+def occlusion_table(world: dict) -> str:
+    seeds = world["seeds"]
+    rows = [f"| Claim 3, occlusion world, mean of seeds {' / '.join(map(str, seeds))} x "
+            f"{world['training_seeds']} training seeds | mR@100 | mR@100 per seed | mR@100 geometric | "
+            "mR@100 non-geometric | R@100 in front of / behind | depth order right |",
+            "|---|---|---|---|---|---|---|"]
+    for name, m in world["mean_over_seeds"].items():
+        per_seed = " / ".join(f"{world['per_seed'][str(s)][name]['mR@100']:.3f}" for s in seeds)
+        rows.append(f"| {name} | {m['mR@100']:.3f} | {per_seed} | {m['mR@100_geometric']:.3f} | "
+                    f"{m['mR@100_non_geometric']:.3f} | {m['mR@100_depth_order']:.3f} | "
+                    f"{m['depth_order_accuracy']:.3f} |")
+    return "\n".join(rows)
+
+
+def occlusion_world(t0: float) -> dict:
+    per_seed = {}
+    for seed in SEEDS:
+        torch.manual_seed(seed)
+        world = experiments.OCCLUSION_WORLD | {"test_images": TEST_IMAGES}
+        setup = experiments.Setup(seed=seed, train_images=IMAGES, detector_epochs=EPOCHS,
+                                  relation_epochs=EPOCHS, **world)
+        run = experiments.prepare(setup)
+        measured = {name: run.measure_over_seeds(name, TRAINING_SEEDS) for name in OCCLUSION_VARIANTS}
+        per_seed[str(seed)] = {name: {k: m[k] for k in OCCLUSION_KEYS} for name, m in measured.items()}
+        print(f"occlusion world, seed {seed}: {time.perf_counter() - t0:.0f} s", flush=True)
+    mean = {name: {k: float(np.mean([per_seed[str(s)][name][k] for s in SEEDS])) for k in OCCLUSION_KEYS}
+            for name in OCCLUSION_VARIANTS}
+    return {"seeds": SEEDS, "training_seeds": TRAINING_SEEDS, "per_seed": per_seed, "mean_over_seeds": mean}
+
+
+def standard_world(t0: float) -> dict:
     per_seed, latency = {}, None
     for seed in SEEDS:
         torch.manual_seed(seed)
@@ -99,18 +140,29 @@ def main() -> None:
                                                                           "mR@100_geometric", "mR@100_tail",
                                                                           "ng_as_geo_rate")}
              for base in ("motifs", "penet")}
-    results = {
-        "setup": {"train_images": IMAGES, "test_images": TEST_IMAGES, "epochs": EPOCHS, "image_size": 64,
-                  "machine": platform.processor() or platform.machine(), "threads": 1},
-        "seeds": SEEDS,
-        "per_seed": per_seed,
-        "mean_over_seeds": mean,
-        "dsnet_minus_original": gains,
-        "predict_latency_ms": latency,
-        "seconds": time.perf_counter() - t0,
-    }
+    return {"seeds": SEEDS, "per_seed": per_seed, "mean_over_seeds": mean, "dsnet_minus_original": gains,
+            "predict_latency_ms": latency}
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    path = RESULTS / "scenegraph.json"
+    results = json.loads(path.read_text()) if path.exists() else {}
+    seconds = results.get("seconds_per_part", {"standard": results.get("seconds")})
+    if "standard" in PARTS:
+        results |= standard_world(t0)
+        seconds["standard"] = time.perf_counter() - t0
+    if "occlusion" in PARTS:
+        start = time.perf_counter()
+        results["occlusion_world"] = occlusion_world(t0)
+        seconds["occlusion"] = time.perf_counter() - start
+    results["setup"] = {"train_images": IMAGES, "test_images": TEST_IMAGES, "epochs": EPOCHS,
+                        "image_size": 64, "machine": platform.processor() or platform.machine(), "threads": 1}
+    results["seconds_per_part"] = seconds
+    results.pop("seconds", None)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "scenegraph.json").write_text(json.dumps(results, indent=1))
+    path.write_text(json.dumps(results, indent=1))
     print(table(results))
 
 

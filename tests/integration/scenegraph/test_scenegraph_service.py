@@ -134,6 +134,35 @@ def test_a_dataset_with_an_unknown_class_fails_the_job_naming_it(client, tmp_pat
     assert "dragon" in final.error.message
 
 
+def test_a_depth_order_model_trains_and_serves_with_its_estimator(client, scenes, tmp_path):
+    synthetic = {"seed": 2, "images": 16, "overlap_pair_rate": 0.7}
+    job = finished(client, client.submit("scenegraph", "train", dataset={"synthetic": synthetic},
+                                         base="penet", depth_order=True, **SMALL))
+    paths = {p.name: p for p in client.pull_artifacts(job.id, tmp_path)}
+    assert json.loads(paths["training.json"].read_text())["config"]["depth_order"] is True
+    s, vocab = scenes[0], synthetic_vocabulary()
+    boxes = [scenegraph_pb2.Box(x1=b[0], y1=b[1], x2=b[2], y2=b[3], label=vocab.classes[c])
+             for b, c in zip(s.boxes.tolist(), s.labels.tolist(), strict=True)]
+    reply = client.stub("scenegraph").Predict(
+        scenegraph_pb2.PredictRequest(train_job_id=job.id, image=_png(s.image), boxes=boxes, top_k=3),
+        metadata=client.metadata, timeout=60)
+    assert reply.mode == "predcls" and len(reply.triplets) == 3
+
+
+def test_depth_order_without_a_depth_annotation_fails_the_job_naming_the_field(client, tmp_path, scenes):
+    path = write_json(scenes[:4], synthetic_vocabulary(), tmp_path)
+    doc = json.loads(path.read_text())
+    del doc["depth_order"]
+    for image in doc["images"]:
+        for obj in image["objects"]:
+            del obj["depth"]
+    path.write_text(json.dumps(doc))
+    job = client.submit("scenegraph", "train", dataset={"path": str(path)}, depth_order=True, **SMALL)
+    final = client.wait(job.id, timeout=120)
+    assert PROTO_TO_STATE[final.state] == "FAILED"
+    assert [v.field for v in final.error.field_violations] == ["depth_order"]
+
+
 def test_another_tenant_cannot_use_the_model(stack, trained, scenes):
     with Client(endpoints=stack.endpoints, token=TOKENS["bob"]) as bob:
         with pytest.raises(grpc.RpcError) as exc:

@@ -50,25 +50,43 @@ def test_geometric_over_prediction_falls(sgg_run, base):
 
 
 ABLATIONS = ("single-stream", "one-way-fusion", "no-fusion")
+# the ablations that cut the vision -> space direction of the fusion
+WITHOUT_VISION_TO_SPACE = ("one-way-fusion", "no-fusion")
+
+
+def _ablation(run, ablation):
+    return tuple(run.measure_over_seeds(name, TRAINING_SEEDS)
+                 for name in ("penet", "penet+dsnet", f"penet+dsnet/{ablation}"))
+
+
+@pytest.mark.parametrize("ablation", WITHOUT_VISION_TO_SPACE)
+def test_cutting_vision_to_space_fusion_loses_the_predicates_only_pixels_decide(occlusion_run, ablation):
+    """Claim 3 where this world lets it show. Which of two overlapping objects is in front only the
+    pixels tell; the vision stream gets the detector's depth-order estimates, and the space stream,
+    which scores "in front of" / "behind", gets them only through vision -> space fusion. With it, the
+    full head orders the labelled detected pairs right 0.65-0.85 of the time (seeds 0-2); one-way fusion
+    (space -> vision only) and no fusion stay near a coin flip (0.41-0.62), and the two predicates' mean
+    R@100 falls from 0.28-0.32 to 0.20-0.21. Their overall mR@100 edge is printed, not asserted: the
+    non-geometric tail's seed noise swamps it (README, claim 3)."""
+    original, full, ablated = _ablation(occlusion_run, ablation)
+    print(f"{ablation}: depth order {full['depth_order_accuracy']:.3f} vs "
+          f"{ablated['depth_order_accuracy']:.3f}; "
+          f"their R@100 {full['mR@100_depth_order']:.3f} vs {ablated['mR@100_depth_order']:.3f}; "
+          f"mR@100 geometric {full['mR@100_geometric']:.3f} vs {ablated['mR@100_geometric']:.3f}; "
+          f"mR@100 {original['mR@100']:.3f} (penet) / {full['mR@100']:.3f} / {ablated['mR@100']:.3f}; "
+          f"full head minus {ablation}: {full['mR@100'] - ablated['mR@100']:+.3f}")
+    assert full["depth_order_accuracy"] >= 0.6, full["depth_order_accuracy"]
+    assert full["depth_order_accuracy"] >= ablated["depth_order_accuracy"] + 0.1
+    assert full["mR@100_depth_order"] >= ablated["mR@100_depth_order"] + 0.03
 
 
 @pytest.mark.parametrize("ablation", ABLATIONS)
-def test_the_gain_survives_each_ablation_of_streams_and_fusion(sgg_run, ablation):
-    """Claim 3 as far as it reproduces here. The paper says one stream only, or one-way fusion, each lose
-    part of the gain; at this scale neither loss is separable from the seed noise (README, claim 3):
-    over seeds 0-2 the full head's edge over one stream was +0.006 to +0.044 mR@100, over one-way fusion
-    -0.037 to +0.054, over no fusion at all -0.004 to +0.058. What holds on every seed is that the gain
-    comes with the DS-Net head's split output (a classifier and a loss per predicate group, merged as
-    p(g) = Ps(g) Pv(bg)), which every ablation keeps: each still beats the original PE-Net head by
-    MIN_GAIN (measured: +0.034 to +0.150). The ablation's edge over or under the full head is printed
-    (shown with `pytest -rA` or `-s`), not asserted. With the fusion made pair-aligned (the same-pair
-    bonus in `CrossFusion`) the ties stayed: full minus one-way -0.002 / -0.003 / -0.004, minus no fusion
-    +0.003 / -0.050 / +0.005 (README: the synthetic world gives fusion nothing to carry). A world built to
-    give it something (frequent overlapping pairs ordered only by the pixels, holding / pulling sharing one
-    cue) did not separate the ablations either: no variant ordered the overlapping pairs better than chance
-    from the frozen detector's features (README, claim 3)."""
-    original, full = sgg_run.measure("penet"), sgg_run.measure("penet+dsnet")
-    ablated = sgg_run.measure(f"penet+dsnet/{ablation}")
+def test_each_ablation_keeps_most_of_the_gain(occlusion_run, ablation):
+    """What every ablation keeps is the DS-Net head's split output (a classifier and a loss per predicate
+    group, merged as p(g) = Ps(g) Pv(bg)): each still beats the original PE-Net head by MIN_GAIN. One
+    stream over both inputs reads the depth-order estimates directly; that it loses part of the gain, as
+    the paper reports, is not reproduced here (its edge is printed)."""
+    original, full, ablated = _ablation(occlusion_run, ablation)
     numbers = {"penet": original["mR@100"], "penet+dsnet": full["mR@100"], ablation: ablated["mR@100"]}
     print(f"mR@100 {numbers}; full head minus {ablation}: {full['mR@100'] - ablated['mR@100']:+.3f}")
     assert ablated["mR@100"] >= original["mR@100"] + MIN_GAIN, numbers

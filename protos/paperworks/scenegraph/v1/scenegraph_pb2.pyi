@@ -8,12 +8,14 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class SyntheticScenes(_message.Message):
-    __slots__ = ("seed", "images")
+    __slots__ = ("seed", "images", "overlap_pair_rate")
     SEED_FIELD_NUMBER: _ClassVar[int]
     IMAGES_FIELD_NUMBER: _ClassVar[int]
+    OVERLAP_PAIR_RATE_FIELD_NUMBER: _ClassVar[int]
     seed: int
     images: int
-    def __init__(self, seed: _Optional[int] = ..., images: _Optional[int] = ...) -> None: ...
+    overlap_pair_rate: float
+    def __init__(self, seed: _Optional[int] = ..., images: _Optional[int] = ..., overlap_pair_rate: _Optional[float] = ...) -> None: ...
 
 class DatasetSource(_message.Message):
     __slots__ = ("path", "synthetic")
@@ -34,7 +36,7 @@ class DSNetOptions(_message.Message):
     def __init__(self, streams: _Optional[str] = ..., fusion: _Optional[str] = ..., gated: _Optional[bool] = ...) -> None: ...
 
 class SubmitTrainRequest(_message.Message):
-    __slots__ = ("dataset", "base", "head", "dsnet", "image_size", "detector_epochs", "relation_epochs", "max_objects", "seed", "idempotency_key")
+    __slots__ = ("dataset", "base", "head", "dsnet", "image_size", "detector_epochs", "relation_epochs", "max_objects", "seed", "depth_order", "idempotency_key")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     BASE_FIELD_NUMBER: _ClassVar[int]
     HEAD_FIELD_NUMBER: _ClassVar[int]
@@ -44,6 +46,7 @@ class SubmitTrainRequest(_message.Message):
     RELATION_EPOCHS_FIELD_NUMBER: _ClassVar[int]
     MAX_OBJECTS_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
+    DEPTH_ORDER_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     dataset: DatasetSource
     base: str
@@ -54,8 +57,9 @@ class SubmitTrainRequest(_message.Message):
     relation_epochs: int
     max_objects: int
     seed: int
+    depth_order: bool
     idempotency_key: str
-    def __init__(self, dataset: _Optional[_Union[DatasetSource, _Mapping]] = ..., base: _Optional[str] = ..., head: _Optional[str] = ..., dsnet: _Optional[_Union[DSNetOptions, _Mapping]] = ..., image_size: _Optional[int] = ..., detector_epochs: _Optional[int] = ..., relation_epochs: _Optional[int] = ..., max_objects: _Optional[int] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    def __init__(self, dataset: _Optional[_Union[DatasetSource, _Mapping]] = ..., base: _Optional[str] = ..., head: _Optional[str] = ..., dsnet: _Optional[_Union[DSNetOptions, _Mapping]] = ..., image_size: _Optional[int] = ..., detector_epochs: _Optional[int] = ..., relation_epochs: _Optional[int] = ..., max_objects: _Optional[int] = ..., seed: _Optional[int] = ..., depth_order: _Optional[bool] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class SubmitTrainResponse(_message.Message):
     __slots__ = ("job",)

@@ -1,0 +1,107 @@
+"""Per-object depth-order attributes, estimated from the frozen detector's pixels.
+
+Which of two overlapping objects is in front only the pixels show (the covered
+one's outline is cut); the boxes cannot. The detector is trained for class centres
+and box sizes, and its features keep that order in no form the relation heads
+learn from a few hundred labelled pairs (README, claim 3). So, like the SGCls box
+classifier, a small classifier is fitted on the frozen detector's stride-2 map
+after detection training: per object, p(drawn over another object) and p(covered
+by another object), the targets read off the dataset's annotated depth-order
+relations (`Vocabulary.depth_order`, e.g. "in front of" / "behind"). Its
+estimates reach the relation models as object attributes (`Features.attributes`).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from paperworks.services.scenegraph.detector import FINE_STRIDE, Detector, decode, image_tensor
+from paperworks.services.scenegraph.features import match_detections
+from paperworks.services.scenegraph.roi_align import roi_align
+from paperworks.services.scenegraph.sample import Sample
+from paperworks.services.scenegraph.vocab import Vocabulary
+from torch import nn
+
+ATTRIBUTES = 2  # logits: drawn over an overlapping object, covered by one
+
+
+class DepthOrderEstimator(nn.Module):
+    def __init__(self, channels: int, pool: int = 8, hidden: int = 128):
+        super().__init__()
+        self.pool, self.width = pool, ATTRIBUTES
+        self.mlp = nn.Sequential(nn.Linear(channels * pool * pool, hidden), nn.ReLU(),
+                                 nn.Linear(hidden, ATTRIBUTES))
+
+    def pooled(self, fine: torch.Tensor, boxes: torch.Tensor, batch_index: torch.Tensor) -> torch.Tensor:
+        return roi_align(fine, boxes, batch_index, (self.pool, self.pool), 1 / FINE_STRIDE).flatten(1)
+
+    def forward(self, fine: torch.Tensor, boxes: torch.Tensor, batch_index: torch.Tensor) -> torch.Tensor:
+        """[K, 2] logits (covers an overlapping object, is covered by one) for boxes [K, 4] on the
+        stride-2 maps `fine`."""
+        return self.mlp(self.pooled(fine, boxes, batch_index))
+
+
+def ordered_pairs(sample: Sample, front: int, behind: int) -> list[tuple[int, int]]:
+    """(nearer, farther) object index pairs: every overlapping pair of the objects' depth annotation
+    where there is one, else the annotated depth-order relations."""
+    if sample.depth is not None:
+        boxes, depth = sample.boxes, sample.depth
+        area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+        out = []
+        for i in range(len(boxes)):
+            for j in range(len(boxes)):
+                ix = min(boxes[i, 2], boxes[j, 2]) - max(boxes[i, 0], boxes[j, 0])
+                iy = min(boxes[i, 3], boxes[j, 3]) - max(boxes[i, 1], boxes[j, 1])
+                inter, smaller = max(ix, 0) * max(iy, 0), min(area[i], area[j])
+                if depth[i] > depth[j] and 0.1 * smaller < inter < 0.85 * smaller:
+                    out.append((i, j))
+        return out
+    out = []
+    for s, o, p in sample.relations.tolist():
+        if p == front:
+            out.append((s, o))
+        elif p == behind:
+            out.append((o, s))
+    return out
+
+
+@torch.no_grad()
+def _training_rois(detector: Detector, estimator: DepthOrderEstimator, samples: list[Sample],
+                   front: int, behind: int, max_detections: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pooled features and targets of the ground-truth boxes and of the detections matched to them."""
+    feats, targets = [], []
+    for start in range(0, len(samples), 64):
+        chunk = samples[start:start + 64]
+        maps = detector(image_tensor([s.image for s in chunk]))
+        dets = decode(maps, chunk[0].image.shape[:2], max_detections=max_detections)
+        for k, sample in enumerate(chunk):
+            t = torch.zeros(len(sample.labels), ATTRIBUTES)
+            for near, far in ordered_pairs(sample, front, behind):
+                t[near, 0], t[far, 1] = 1.0, 1.0
+            gt_boxes = torch.from_numpy(sample.boxes).float()
+            match = match_detections(dets[k].boxes, dets[k].labels, gt_boxes, torch.from_numpy(sample.labels))
+            hit = match >= 0
+            boxes = torch.cat([gt_boxes, dets[k].boxes[hit]])
+            index = torch.zeros(len(boxes), dtype=torch.long)
+            feats.append(estimator.pooled(maps["fine"][k:k + 1], boxes, index))
+            targets.append(torch.cat([t, t[match[hit]]]))
+    return torch.cat(feats), torch.cat(targets)
+
+
+def train_depth_order(detector: Detector, samples: list[Sample], vocab: Vocabulary, seed: int,
+                      epochs: int = 30, max_detections: int = 8) -> DepthOrderEstimator:
+    front, behind = (vocab.predicate_index(p) for p in vocab.depth_order) if vocab.depth_order else (-1, -1)
+    torch.manual_seed(seed)
+    estimator = DepthOrderEstimator(detector.backbone.fine_channels)
+    x, y = _training_rois(detector, estimator, samples, front, behind, max_detections)
+    opt = torch.optim.Adam(estimator.mlp.parameters(), lr=2e-3, weight_decay=1e-4)
+    gen = torch.Generator().manual_seed(seed)
+    for _ in range(epochs):
+        order = torch.randperm(len(y), generator=gen)
+        for start in range(0, len(y), 256):
+            idx = order[start:start + 256]
+            loss = F.binary_cross_entropy_with_logits(estimator.mlp(x[idx]), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    estimator.eval()
+    return estimator
