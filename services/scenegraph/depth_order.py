@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from paperworks.services.scenegraph.detector import FINE_STRIDE, Detector, decode, image_tensor
+from paperworks.services.scenegraph.detector import FINE_STRIDE, Detector, decode, fit_on_pooled, image_tensor
 from paperworks.services.scenegraph.features import match_detections
 from paperworks.services.scenegraph.roi_align import roi_align
 from paperworks.services.scenegraph.sample import Sample
@@ -93,15 +93,7 @@ def train_depth_order(detector: Detector, samples: list[Sample], vocab: Vocabula
     torch.manual_seed(seed)
     estimator = DepthOrderEstimator(detector.backbone.fine_channels)
     x, y = _training_rois(detector, estimator, samples, front, behind, max_detections)
-    opt = torch.optim.Adam(estimator.mlp.parameters(), lr=2e-3, weight_decay=1e-4)
-    gen = torch.Generator().manual_seed(seed)
-    for _ in range(epochs):
-        order = torch.randperm(len(y), generator=gen)
-        for start in range(0, len(y), 256):
-            idx = order[start:start + 256]
-            loss = F.binary_cross_entropy_with_logits(estimator.mlp(x[idx]), y[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+    fit_on_pooled(estimator.mlp, x, y, F.binary_cross_entropy_with_logits, epochs, seed, lr=2e-3,
+                  weight_decay=1e-4)
     estimator.eval()
     return estimator

@@ -245,15 +245,21 @@ def train_box_classifier(coarse: torch.Tensor, samples: list[Sample], num_classe
     index = torch.cat([torch.full((len(s.boxes),), i, dtype=torch.long) for i, s in enumerate(samples)])
     with torch.no_grad():
         feats = roi_align(coarse, boxes, index, (clf.pool, clf.pool), 1 / COARSE_STRIDE).flatten(1)
-    opt = torch.optim.Adam(clf.mlp.parameters(), lr=3e-3)
-    gen = torch.Generator().manual_seed(seed)
-    for _ in range(epochs):
-        order = torch.randperm(len(labels), generator=gen)
-        for start in range(0, len(labels), 256):
-            idx = order[start:start + 256]
-            loss = F.cross_entropy(clf.mlp(feats[idx]), labels[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+    fit_on_pooled(clf.mlp, feats, labels, F.cross_entropy, epochs, seed, lr=3e-3)
     clf.eval()
     return clf
+
+
+def fit_on_pooled(mlp: nn.Module, x: torch.Tensor, y: torch.Tensor, loss: Callable, epochs: int, seed: int,
+                  lr: float, weight_decay: float = 0.0, batch_size: int = 256) -> None:
+    """Minibatch Adam for a head fitted on pooled RoI features of the frozen detector."""
+    opt = torch.optim.Adam(mlp.parameters(), lr=lr, weight_decay=weight_decay)
+    gen = torch.Generator().manual_seed(seed)
+    for _ in range(epochs):
+        order = torch.randperm(len(y), generator=gen)
+        for start in range(0, len(y), batch_size):
+            idx = order[start:start + batch_size]
+            value = loss(mlp(x[idx]), y[idx])
+            opt.zero_grad()
+            value.backward()
+            opt.step()
