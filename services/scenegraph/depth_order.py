@@ -5,10 +5,12 @@ one's outline is cut); the boxes cannot. The detector is trained for class centr
 and box sizes, and its features keep that order in no form the relation heads
 learn from a few hundred labelled pairs (README, claim 3). So, like the SGCls box
 classifier, a small classifier is fitted on the frozen detector's stride-2 map
-after detection training: per object, p(drawn over another object) and p(covered
-by another object), the targets read off the dataset's annotated depth-order
-relations (`Vocabulary.depth_order`, e.g. "in front of" / "behind"). Its
-estimates reach the relation models as object attributes (`Features.attributes`).
+after detection training: per object, the logits of "covers an overlapping object"
+and "is covered by one". Targets come from the objects' depth annotation (draw
+order) where the dataset has one, else from its annotated depth-order relations
+(`Vocabulary.depth_order`, e.g. "in front of" / "behind"; sparse, so measured
+worse: README, claim 3). The estimates reach the relation models as object
+attributes (`Features.attributes`).
 """
 from __future__ import annotations
 
@@ -89,6 +91,7 @@ def _training_rois(detector: Detector, estimator: DepthOrderEstimator, samples: 
 
 def train_depth_order(detector: Detector, samples: list[Sample], vocab: Vocabulary, seed: int,
                       epochs: int = 30, max_detections: int = 8) -> DepthOrderEstimator:
+    """Fitted on the ground-truth boxes and the detections matched to them (what it sees in SGDet)."""
     front, behind = (vocab.predicate_index(p) for p in vocab.depth_order) if vocab.depth_order else (-1, -1)
     torch.manual_seed(seed)
     estimator = DepthOrderEstimator(detector.backbone.fine_channels)

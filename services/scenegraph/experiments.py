@@ -45,6 +45,8 @@ VARIANTS = {
     "penet+dsnet/vision-to-space-only": RelationConfig(base="penet", head="dsnet",
                                                        dsnet=DSNetConfig(fusion="vision_to_space")),
     "penet+dsnet/no-fusion": RelationConfig(base="penet", head="dsnet", dsnet=DSNetConfig(fusion="none")),
+    "penet+dsnet/vision-stream-only": RelationConfig(base="penet", head="dsnet",
+                                                     dsnet=DSNetConfig(streams="vision")),
 }
 
 

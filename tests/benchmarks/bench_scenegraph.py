@@ -40,7 +40,8 @@ EPOCHS = int(os.environ.get("BENCH_SCENEGRAPH_EPOCHS", "20"))
 SEEDS = [int(s) for s in os.environ.get("BENCH_SCENEGRAPH_SEEDS", "0,1").split(",")]
 PARTS = os.environ.get("BENCH_SCENEGRAPH_PARTS", "standard,occlusion").split(",")
 OCCLUSION_VARIANTS = ("penet", "penet+dsnet", "penet+dsnet/single-stream", "penet+dsnet/one-way-fusion",
-                      "penet+dsnet/vision-to-space-only", "penet+dsnet/no-fusion")
+                      "penet+dsnet/vision-to-space-only", "penet+dsnet/no-fusion",
+                      "penet+dsnet/vision-stream-only")
 OCCLUSION_KEYS = ("R@100", "mR@100", "mR@100_geometric", "mR@100_non_geometric", "mR@100_depth_order",
                   "depth_order_accuracy")
 TRAINING_SEEDS = 3
