@@ -18,7 +18,14 @@ holds is annotated with probability `annotation_rate` (one direction per pair),
 and an interaction is labelled with its non-geometric predicate only with
 probability `informative_label_rate`, otherwise with the geometric one it also
 satisfies. Interactions are planted at the low `*_rate`s, so their predicates
-form the long tail; every relation that holds is kept in `true_relations`.
+form the long tail; every relation that holds is kept in `true_relations`, and
+each object's draw order in `Sample.depth`.
+
+`overlap_pair_rate` > 0 gives claim 3's occlusion world: that share of scenes
+also plants two side-by-side objects, one partly covering the other, every
+object of the scene in its own colour, so "in front of" / "behind" (which only
+the pixels decide) become frequent on pairs a detector finds. At 0 (the
+default) the scenes are exactly those of the first world.
 """
 from __future__ import annotations
 
