@@ -190,9 +190,7 @@ class _Layout:
             cy = rng.uniform(1 + max(ah, bh) / 2, self.size - 1 - max(ah, bh) / 2)
             a_box = np.array([x, cy - ah / 2, x + aw, cy + ah / 2])
             b_box = np.array([x + aw - overlap, cy - bh / 2, x + aw - overlap + bw, cy + bh / 2])
-            if rng.random() < 0.5:
-                a_box, b_box = b_box, a_box
-            a_top = rng.random() < 0.5
+            a_top = rng.random() < 0.5  # the classes are drawn in random order, so a is left or right
             if not (self.inside(a_box) and self.inside(b_box)) or self.clashes(a_box, False) \
                     or self.clashes(b_box, False):
                 continue

@@ -71,10 +71,10 @@ def test_cutting_vision_to_space_fusion_loses_the_predicates_only_pixels_decide(
     """Claim 3 where this world lets it show. Which of two overlapping objects is in front only the
     pixels tell; the vision stream gets the detector's depth-order estimates, and the space stream,
     which scores "in front of" / "behind", gets them only through vision -> space fusion. With it, the
-    full head orders the labelled detected pairs right 0.65-0.75 of the time (seeds 0-2, means over three
-    training seeds); one-way fusion (space -> vision only) and no fusion stay at a coin flip (0.46-0.51),
-    and the two predicates' mean R@100 falls from 0.28-0.32 to 0.20-0.21. Their overall mR@100 edge is
-    printed, not asserted: on seed 0 the full head trails both (README, claim 3)."""
+    full head orders the labelled detected pairs right 0.72-0.77 of the time (seeds 0-2, means over three
+    training seeds); one-way fusion (space -> vision only) and no fusion stay at a coin flip (0.45-0.50),
+    and the two predicates' mean R@100 falls from 0.50-0.52 to 0.30-0.35. Their overall mR@100 edge is
+    printed, not asserted: -0.020 to +0.030 over the seeds (README, claim 3)."""
     original, full, ablated = _ablation(occlusion_run, ablation)
     print(f"{ablation}: depth order {full['depth_order_accuracy']:.3f} vs "
           f"{ablated['depth_order_accuracy']:.3f}; "
@@ -88,16 +88,16 @@ def test_cutting_vision_to_space_fusion_loses_the_predicates_only_pixels_decide(
 
 
 @pytest.mark.timeout(900)
-def test_the_vision_stream_alone_loses_the_predicates_the_boxes_decide(occlusion_run):
+def test_the_vision_stream_alone_loses_part_of_the_gain(occlusion_run):
     """Claim 3's "one stream only", read as dropping the space stream: the vision stream alone emits both
-    predicate groups. It still orders "in front of" / "behind" (it holds the depth-order estimates), but
-    the predicates the boxes decide fall: geometric mR@100 full head minus vision stream alone +0.074 /
-    +0.027 / +0.037 (seeds 0-2). Overall mR@100 is printed (seeds 0-2: -0.013 / +0.019 / +0.046)."""
+    predicate groups. The predicates the boxes decide fall (geometric mR@100, full head minus vision stream
+    alone: +0.049 / +0.092 / +0.050 on seeds 0-2) and so does mR@100 (+0.020 / +0.019 / +0.032)."""
     original, full, ablated = _ablation(occlusion_run, "vision-stream-only")
     print(f"vision stream alone: mR@100 geometric {full['mR@100_geometric']:.3f} vs "
           f"{ablated['mR@100_geometric']:.3f}; mR@100 {full['mR@100']:.3f} vs {ablated['mR@100']:.3f} "
           f"(penet {original['mR@100']:.3f})")
-    assert full["mR@100_geometric"] >= ablated["mR@100_geometric"] + 0.015
+    assert full["mR@100_geometric"] >= ablated["mR@100_geometric"] + 0.02
+    assert full["mR@100"] >= ablated["mR@100"] + 0.01
 
 
 @pytest.mark.timeout(900)
