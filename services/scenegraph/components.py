@@ -26,10 +26,17 @@ def pair_mask(feats: Features) -> torch.Tensor:
     return feats.rel_labels >= 0
 
 
+def pair_grid(s: torch.Tensor, o: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """[B, N, D] per-object rows -> two [B, N, N, D] views: entry (i, j) holds s[i] and o[j] (o = s if
+    not given), i.e. the subject's and the object's row of every ordered pair."""
+    o = s if o is None else o
+    n = s.shape[1]
+    return s[:, :, None].expand(-1, -1, n, -1), o[:, None].expand(-1, n, -1, -1)
+
+
 def rect_masks(boxes: torch.Tensor, pool: int = UNION_POOL) -> torch.Tensor:
     """[B, N, 4] -> [B, N, N, 2, pool, pool]: subject / object box inside the pair's union box."""
-    n = boxes.shape[1]
-    s, o = boxes[:, :, None, :].expand(-1, -1, n, -1), boxes[:, None, :, :].expand(-1, n, -1, -1)
+    s, o = pair_grid(boxes)
     u = union_boxes(s, o)
     steps = (torch.arange(pool, dtype=boxes.dtype) + 0.5) / pool
     xs = u[..., 0:1] + steps * (u[..., 2:3] - u[..., 0:1])  # [B, N, N, pool]

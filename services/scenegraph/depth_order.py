@@ -14,6 +14,7 @@ attributes (`Features.attributes`).
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from paperworks.services.scenegraph.detector import FINE_STRIDE, Detector, decode, fit_on_pooled, image_tensor
@@ -46,17 +47,14 @@ def ordered_pairs(sample: Sample, front: int, behind: int) -> list[tuple[int, in
     """(nearer, farther) object index pairs: every overlapping pair of the objects' depth annotation
     where there is one, else the annotated depth-order relations."""
     if sample.depth is not None:
-        boxes, depth = sample.boxes, sample.depth
-        area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
-        out = []
-        for i in range(len(boxes)):
-            for j in range(len(boxes)):
-                ix = min(boxes[i, 2], boxes[j, 2]) - max(boxes[i, 0], boxes[j, 0])
-                iy = min(boxes[i, 3], boxes[j, 3]) - max(boxes[i, 1], boxes[j, 1])
-                inter, smaller = max(ix, 0) * max(iy, 0), min(area[i], area[j])
-                if depth[i] > depth[j] and 0.1 * smaller < inter < 0.85 * smaller:
-                    out.append((i, j))
-        return out
+        b, depth = sample.boxes, sample.depth
+        area = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+        sides = np.minimum(b[:, None, 2:], b[None, :, 2:]) - np.maximum(b[:, None, :2], b[None, :, :2])
+        inter = sides.clip(min=0).prod(-1)
+        smaller = np.minimum(area[:, None], area[None, :])
+        # partly covering, as the box rules' "in front of" (not a box inside another: "in")
+        keep = (depth[:, None] > depth[None, :]) & (inter > 0.1 * smaller) & (inter < 0.85 * smaller)
+        return [(int(i), int(j)) for i, j in np.argwhere(keep)]
     out = []
     for s, o, p in sample.relations.tolist():
         if p == front:

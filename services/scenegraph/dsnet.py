@@ -56,6 +56,7 @@ from paperworks.services.scenegraph.components import (
     FrequencyPrior,
     LinearClassifier,
     PrototypeClassifier,
+    pair_grid,
     pair_mask,
 )
 from paperworks.services.scenegraph.features import Features
@@ -162,28 +163,18 @@ class DSNetHead(nn.Module):
             padding = ~feats.valid
             padding[padding.all(1), 0] = False  # an empty image still needs one key
             tokens = self.layout(tokens, src_key_padding_mask=padding)
-        n = tokens.shape[1]
-        s = feats.boxes[:, :, None].expand(-1, -1, n, -1)
-        o = feats.boxes[:, None].expand(-1, n, -1, -1)
-        geom = self.geom(pair_geometry(s, o, feats.image_size))
-        pairs = [tokens[:, :, None].expand(-1, -1, n, -1), tokens[:, None].expand(-1, n, -1, -1)]
-        return torch.cat([geom, *pairs], -1)
+        geom = self.geom(pair_geometry(*pair_grid(feats.boxes), feats.image_size))
+        return torch.cat([geom, *pair_grid(tokens)], -1)
 
     def _vision_input(self, feats: Features, union: torch.Tensor) -> torch.Tensor:
         subj, obj = self.context(feats)
         pair = self.context.pair(subj, obj)
-        c = self.vision_class(feats.labels)
-        n = c.shape[1]
-        classes = [c[:, :, None].expand(-1, -1, n, -1), c[:, None].expand(-1, n, -1, -1)]
-        return torch.cat([pair, union, *classes], -1)
+        return torch.cat([pair, union, *pair_grid(self.vision_class(feats.labels))], -1)
 
     def _with_attributes(self, token: torch.Tensor, feats: Features) -> torch.Tensor:
         if self.vision_attributes is None:
             return token
-        a = feats.attributes
-        n = a.shape[1]
-        pair = torch.cat([a[:, :, None].expand(-1, -1, n, -1), a[:, None].expand(-1, n, -1, -1)], -1)
-        return token + self.vision_attributes(pair)
+        return token + self.vision_attributes(torch.cat(pair_grid(feats.attributes), -1))
 
     def forward(self, feats: Features, union: torch.Tensor) -> dict[str, torch.Tensor]:
         b, n = feats.labels.shape

@@ -15,7 +15,7 @@ of MOTIFS' label-decoding LSTM; dimensions are small.
 from __future__ import annotations
 
 import torch
-from paperworks.services.scenegraph.components import FrequencyPrior
+from paperworks.services.scenegraph.components import FrequencyPrior, pair_grid
 from paperworks.services.scenegraph.features import Features
 from paperworks.services.scenegraph.geometry import BOX_ENCODING_DIM, box_encoding
 from torch import nn
@@ -68,9 +68,7 @@ class MotifsContext(nn.Module):
         return head, tail
 
     def pair(self, head: torch.Tensor, tail: torch.Tensor) -> torch.Tensor:
-        n = head.shape[1]
-        both = torch.cat([head[:, :, None].expand(-1, -1, n, -1), tail[:, None].expand(-1, n, -1, -1)], -1)
-        return self.post_cat(both)
+        return self.post_cat(torch.cat(pair_grid(head, tail), -1))
 
 
 class MotifsPredictor(nn.Module):

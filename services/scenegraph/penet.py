@@ -15,7 +15,7 @@ prototype-learning term is left out (the cross-entropy on cosine scores is kept)
 from __future__ import annotations
 
 import torch
-from paperworks.services.scenegraph.components import PrototypeClassifier
+from paperworks.services.scenegraph.components import PrototypeClassifier, pair_grid
 from paperworks.services.scenegraph.features import Features
 from torch import nn
 
@@ -54,8 +54,7 @@ class PENetContext(nn.Module):
         return self.subject(t, self.vis2sem(sub_vis)), self.object(t, self.vis2sem(obj_vis))
 
     def pair(self, s: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
-        n = s.shape[1]
-        return fusion(s[:, :, None].expand(-1, -1, n, -1), o[:, None].expand(-1, n, -1, -1))
+        return fusion(*pair_grid(s, o))
 
 
 class PENetPredictor(nn.Module):
