@@ -55,9 +55,8 @@ import torch
 from paperworks.services.scenegraph.components import (
     FrequencyPrior,
     LinearClassifier,
+    Pairs,
     PrototypeClassifier,
-    pair_grid,
-    pair_mask,
 )
 from paperworks.services.scenegraph.features import Features
 from paperworks.services.scenegraph.geometry import (
@@ -112,8 +111,12 @@ class CrossFusion(nn.Module):
         bonus = bonus.masked_fill(key_padding[:, None, None, :], float("-inf"))
         return bonus.reshape(b * self.heads, n, n)
 
-    def forward(self, x: torch.Tensor, y: torch.Tensor, key_padding: torch.Tensor) -> torch.Tensor:
-        a, _ = self.attn(x, y, y, attn_mask=self.scores_bias(key_padding), need_weights=False)
+    def forward(self, x: torch.Tensor, y: torch.Tensor, pairs: Pairs) -> torch.Tensor:
+        """[P, dim] pair tokens x attend to y over their image's pairs -> [P, dim]."""
+        yg = pairs.grid(y)
+        a, _ = self.attn(pairs.grid(x), yg, yg, attn_mask=self.scores_bias(pairs.padding()),
+                         need_weights=False)
+        a = a[pairs.image, pairs.token()]
         if self.gate is not None:
             a = torch.sigmoid(self.gate(torch.cat([x, a], -1))) * a
         x = self.norm1(x + a)
@@ -157,46 +160,44 @@ class DSNetHead(nn.Module):
         self.space_classifier = make(1 + len(geometric_ids))
         self.vision_classifier = make(1 + len(non_geometric_ids))
 
-    def _space_input(self, feats: Features) -> torch.Tensor:
+    def _space_input(self, feats: Features, pairs: Pairs) -> torch.Tensor:
         tokens = self.box_token(box_encoding(feats.boxes, feats.image_size)) + self.space_class(feats.labels)
         if self.layout is not None:
             padding = ~feats.valid
             padding[padding.all(1), 0] = False  # an empty image still needs one key
             tokens = self.layout(tokens, src_key_padding_mask=padding)
-        geom = self.geom(pair_geometry(*pair_grid(feats.boxes), feats.image_size))
-        return torch.cat([geom, *pair_grid(tokens)], -1)
+        geom = self.geom(pair_geometry(*pairs.rows(feats.boxes), feats.image_size))
+        return torch.cat([geom, *pairs.rows(tokens)], -1)
 
-    def _vision_input(self, feats: Features, union: torch.Tensor) -> torch.Tensor:
+    def _vision_input(self, feats: Features, union: torch.Tensor, pairs: Pairs) -> torch.Tensor:
         subj, obj = self.context(feats)
-        pair = self.context.pair(subj, obj)
-        return torch.cat([pair, union, *pair_grid(self.vision_class(feats.labels))], -1)
+        pair = self.context.pair(*pairs.rows(subj, obj))
+        return torch.cat([pair, union, *pairs.rows(self.vision_class(feats.labels))], -1)
 
-    def _with_attributes(self, token: torch.Tensor, feats: Features) -> torch.Tensor:
+    def _with_attributes(self, token: torch.Tensor, feats: Features, pairs: Pairs) -> torch.Tensor:
         if self.vision_attributes is None:
             return token
-        return token + self.vision_attributes(torch.cat(pair_grid(feats.attributes), -1))
+        return token + self.vision_attributes(torch.cat(pairs.rows(feats.attributes), -1))
 
-    def forward(self, feats: Features, union: torch.Tensor) -> dict[str, torch.Tensor]:
-        b, n = feats.labels.shape
-        padding = ~pair_mask(feats).view(b, n * n)
-        padding[padding.all(1), 0] = False
-        space_in = self._space_input(feats) if self.cfg.streams != "vision" else None
-        vision_in = self._vision_input(feats, union)
+    def forward(self, feats: Features, union: torch.Tensor, pairs: Pairs) -> dict[str, torch.Tensor]:
+        """Per pair (rows of `pairs`): merged logits [P, R], each stream's {background} + group logits."""
+        space_in = self._space_input(feats, pairs) if self.cfg.streams != "vision" else None
+        vision_in = self._vision_input(feats, union, pairs)
         if self.cfg.streams == "dual":
-            s = self.space_mlp(space_in).view(b, n * n, -1)
-            v = self._with_attributes(self.vision_mlp(vision_in), feats).view(b, n * n, -1)
-            s2 = self.space_fusion(s, v, padding) if self.space_fusion is not None else s
-            v2 = self.vision_fusion(v, s, padding) if self.vision_fusion is not None else v
+            s = self.space_mlp(space_in)
+            v = self._with_attributes(self.vision_mlp(vision_in), feats, pairs)
+            s2 = self.space_fusion(s, v, pairs) if self.space_fusion is not None else s
+            v2 = self.vision_fusion(v, s, pairs) if self.vision_fusion is not None else v
         else:
             x = torch.cat([space_in, vision_in], -1) if self.cfg.streams == "single" else vision_in
-            x = self._with_attributes(self.single_mlp(x), feats).view(b, n * n, -1)
-            s2 = v2 = self.single_fusion(x, x, padding)
-        prior = self.prior(feats.labels)
-        space = self.space_classifier(s2).view(b, n, n, -1)
+            x = self._with_attributes(self.single_mlp(x), feats, pairs)
+            s2 = v2 = self.single_fusion(x, x, pairs)
+        prior = self.prior(*pairs.rows(feats.labels))
+        space = self.space_classifier(s2)
         vision_ids = torch.cat([self.ng_ids.new_zeros(1), self.ng_ids])
-        vision = self.vision_classifier(v2).view(b, n, n, -1) + prior[..., vision_ids]
+        vision = self.vision_classifier(v2) + prior[:, vision_ids]
         ls, lv = space.log_softmax(-1), vision.log_softmax(-1)
-        logits = space.new_empty(b, n, n, self.num_predicates)
+        logits = space.new_empty(len(pairs), self.num_predicates)
         # p(bg) = Ps(bg) Pv(bg), p(g) = Ps(g) Pv(bg), p(n) = Pv(n): a distribution that sums to 1
         logits[..., 0] = ls[..., 0] + lv[..., 0]
         logits[..., self.geo_ids] = ls[..., 1:] + lv[..., :1]

@@ -14,7 +14,7 @@ from typing import Literal
 
 import torch
 import torch.nn.functional as F
-from paperworks.services.scenegraph.components import FrequencyPrior, UnionEncoder, pair_mask
+from paperworks.services.scenegraph.components import FrequencyPrior, Pairs, UnionEncoder
 from paperworks.services.scenegraph.dsnet import DSNetConfig, DSNetHead
 from paperworks.services.scenegraph.features import OBJ_POOL, Features
 from paperworks.services.scenegraph.motifs import MotifsContext, MotifsPredictor
@@ -69,19 +69,20 @@ class RelationModel(nn.Module):
             self.register_buffer(name, table, persistent=False)
 
     def forward(self, feats: Features) -> dict[str, torch.Tensor]:
-        return self.head(feats, self.union(feats))
+        """Per pair, in `Pairs.of(feats)` order: "logits" [P, R] (and the DS-Net streams' logits)."""
+        pairs = Pairs.of(feats)
+        return self.head(feats, self.union(feats, pairs), pairs)
 
     def loss(self, feats: Features, out: dict[str, torch.Tensor]) -> torch.Tensor:
-        mask = pair_mask(feats)
-        labels = feats.rel_labels[mask]
-        loss = _cross_entropy(out["logits"][mask], labels)
+        labels = Pairs.of(feats).select(feats.rel_labels)
+        loss = _cross_entropy(out["logits"], labels)
         if "aux_space" in out:
             loss = loss * self.cfg.dsnet.main_weight
             aux = 0.0
             for key, table in (("aux_space", self.space_map), ("aux_vision", self.vision_map)):
                 target = table[labels]
                 keep = target >= 0
-                aux = aux + _cross_entropy(out[key][mask][keep], target[keep])
+                aux = aux + _cross_entropy(out[key][keep], target[keep])
             loss = loss + self.cfg.dsnet.aux_weight * aux
         if "regularizer" in out:
             loss = loss + REGULARIZER_WEIGHT * out["regularizer"]
@@ -89,11 +90,16 @@ class RelationModel(nn.Module):
 
     @torch.no_grad()
     def predicate_scores(self, feats: Features, batch_size: int = 64) -> torch.Tensor:
-        """[B, N, N, R] softmax over predicates (background at 0)."""
+        """[B, N, N, R] softmax over predicates (background at 0); zero where there is no pair."""
         self.eval()
-        chunks = [feats.take(torch.arange(i, min(i + batch_size, len(feats))))
-                  for i in range(0, len(feats), batch_size)]
-        return torch.cat([self(chunk)["logits"].softmax(-1) for chunk in chunks])
+        n = feats.labels.shape[1]
+        scores = feats.boxes.new_zeros(len(feats), n, n, self.prior.table.weight.shape[1])
+        for i in range(0, len(feats), batch_size):
+            rows = torch.arange(i, min(i + batch_size, len(feats)))
+            chunk = feats.take(rows)
+            pairs = Pairs.of(chunk)
+            scores[rows[pairs.image], pairs.subj, pairs.obj] = self(chunk)["logits"].softmax(-1)
+        return scores
 
 
 def train_relation_model(model: RelationModel, feats: Features, epochs: int, seed: int,
@@ -101,7 +107,7 @@ def train_relation_model(model: RelationModel, feats: Features, epochs: int, see
                          on_epoch: Callable[[int, float], None] | None = None) -> RelationModel:
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4, foreach=True)
     steps = epochs * math.ceil(len(feats) / batch_size)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.15)
     for epoch in range(1, epochs + 1):
@@ -113,7 +119,7 @@ def train_relation_model(model: RelationModel, feats: Features, epochs: int, see
             loss = model.loss(batch, model(batch))
             opt.zero_grad()
             loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+            nn.utils.clip_grad_norm_(model.parameters(), 5.0, foreach=True)
             opt.step()
             sched.step()
             total += loss.item() * len(batch)

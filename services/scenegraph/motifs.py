@@ -15,7 +15,7 @@ of MOTIFS' label-decoding LSTM; dimensions are small.
 from __future__ import annotations
 
 import torch
-from paperworks.services.scenegraph.components import FrequencyPrior, pair_grid
+from paperworks.services.scenegraph.components import FrequencyPrior, Pairs
 from paperworks.services.scenegraph.features import Features
 from paperworks.services.scenegraph.geometry import BOX_ENCODING_DIM, box_encoding
 from torch import nn
@@ -68,7 +68,8 @@ class MotifsContext(nn.Module):
         return head, tail
 
     def pair(self, head: torch.Tensor, tail: torch.Tensor) -> torch.Tensor:
-        return self.post_cat(torch.cat(pair_grid(head, tail), -1))
+        """[P, hidden] subject-head and object-tail rows -> [P, pair_dim]."""
+        return self.post_cat(torch.cat([head, tail], -1))
 
 
 class MotifsPredictor(nn.Module):
@@ -81,7 +82,7 @@ class MotifsPredictor(nn.Module):
         self.rel_compress = nn.Linear(context.pair_dim, num_predicates)
         self.freq_bias = prior
 
-    def forward(self, feats: Features, union: torch.Tensor) -> dict[str, torch.Tensor]:
+    def forward(self, feats: Features, union: torch.Tensor, pairs: Pairs) -> dict[str, torch.Tensor]:
         head, tail = self.context(feats)
-        rep = self.context.pair(head, tail) * self.up_dim(union)
-        return {"logits": self.rel_compress(rep) + self.freq_bias(feats.labels)}
+        rep = self.context.pair(*pairs.rows(head, tail)) * self.up_dim(union)
+        return {"logits": self.rel_compress(rep) + self.freq_bias(*pairs.rows(feats.labels))}

@@ -15,7 +15,7 @@ prototype-learning term is left out (the cross-entropy on cosine scores is kept)
 from __future__ import annotations
 
 import torch
-from paperworks.services.scenegraph.components import PrototypeClassifier, pair_grid
+from paperworks.services.scenegraph.components import Pairs, PrototypeClassifier
 from paperworks.services.scenegraph.features import Features
 from torch import nn
 
@@ -54,7 +54,8 @@ class PENetContext(nn.Module):
         return self.subject(t, self.vis2sem(sub_vis)), self.object(t, self.vis2sem(obj_vis))
 
     def pair(self, s: torch.Tensor, o: torch.Tensor) -> torch.Tensor:
-        return fusion(*pair_grid(s, o))
+        """[P, dim] subject and object rows -> [P, dim]."""
+        return fusion(s, o)
 
 
 class PENetPredictor(nn.Module):
@@ -70,9 +71,9 @@ class PENetPredictor(nn.Module):
         self.norm = nn.LayerNorm(d)
         self.classifier = PrototypeClassifier(d, num_predicates)
 
-    def forward(self, feats: Features, union: torch.Tensor) -> dict[str, torch.Tensor]:
+    def forward(self, feats: Features, union: torch.Tensor, pairs: Pairs) -> dict[str, torch.Tensor]:
         s, o = self.context(feats)
-        so = self.context.pair(s, o)
+        so = self.context.pair(*pairs.rows(s, o))
         u = self.context.vis2sem(self.down(union))
         r = so - u * torch.sigmoid(self.gate(torch.cat([so, u], -1)))
         r = self.norm(torch.relu(self.linear(r)) + r)

@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from paperworks.services.scenegraph.components import FrequencyPrior, predicate_counts
+from paperworks.services.scenegraph.components import FrequencyPrior, Pairs, predicate_counts
 from paperworks.services.scenegraph.dsnet import CrossFusion, DSNetConfig
 from paperworks.services.scenegraph.features import UNION_POOL, Features
 from paperworks.services.scenegraph.model import RelationConfig, RelationModel
@@ -27,10 +27,11 @@ def test_predicate_counts_and_frequency_prior_are_log_p_predicate_given_classes(
     assert counts[1, 0].tolist() == [3, 0, 0]  # unannotated ordered pairs count as background
     assert counts[1, 1].tolist() == [2, 0, 0]
     prior = FrequencyPrior(counts)
-    logp = prior(torch.tensor([[0, 1]])).detach()
-    assert logp.shape == (1, 2, 2, 3)
-    assert logp[0, 0, 1].exp().tolist() == pytest.approx([0, 1 / 3, 2 / 3], abs=2e-3)
-    assert logp[0, 0, 1].exp().sum() == pytest.approx(1.0)
+    logp = prior(torch.tensor([0, 1]), torch.tensor([1, 0])).detach()  # pairs (0 -> 1), (1 -> 0)
+    assert logp.shape == (2, 3)
+    assert logp[0].exp().tolist() == pytest.approx([0, 1 / 3, 2 / 3], abs=2e-3)
+    assert logp[0].exp().sum() == pytest.approx(1.0)
+    assert logp[1].exp().tolist() == pytest.approx([1, 0, 0], abs=2e-3)
 
 
 def test_the_predicate_split_is_configuration():
@@ -68,12 +69,14 @@ def test_every_model_gives_a_distribution_and_a_finite_loss(base, head):
                                          union_dim=16), VOCAB, counts, coarse_channels=4, fine_channels=3)
     feats = _random_features()
     out = model(feats)
-    assert out["logits"].shape == (2, 4, 4, 4)
+    assert out["logits"].shape == (2 * 4 * 3, 4)  # one row per ordered pair
     loss = model.loss(feats, out)
     loss.backward()
     assert torch.isfinite(loss)
     probs = model.predicate_scores(feats)
-    assert probs.sum(-1).allclose(torch.ones(2, 4, 4))
+    off_diagonal = ~torch.eye(4, dtype=torch.bool).expand(2, 4, 4)
+    assert probs.sum(-1)[off_diagonal].allclose(torch.ones(2 * 4 * 3))
+    assert (probs.sum(-1)[~off_diagonal] == 0).all()  # no pair: zero
 
 
 def test_dsnet_takes_geometric_logits_from_the_space_stream_and_the_rest_from_the_vision_stream():
@@ -156,3 +159,41 @@ def test_the_fusion_attends_to_the_same_pair_in_the_other_stream():
     assert torch.allclose(own[0], torch.full((5,), 0.5))
     assert torch.allclose(own[1, :3], torch.full((3,), 0.5))
     assert torch.all(weights[1, :, 3:] == 0)
+
+
+def test_pairs_pack_the_present_ordered_pairs_and_scatter_back():
+    feats = _random_features(n=3)
+    feats.valid[1, 2] = False
+    feats.rel_labels[1, 2, :] = -1
+    feats.rel_labels[1, :, 2] = -1
+    pairs = Pairs.of(feats)
+    assert len(pairs) == 6 + 2
+    assert pairs.select(feats.rel_labels).tolist() == feats.rel_labels[feats.rel_labels >= 0].tolist()
+    s, o = pairs.rows(feats.labels)
+    assert (s[6:] == feats.labels[1, :2]).all() and (o[6:] == feats.labels[1, [1, 0]]).all()
+    grid = pairs.grid(torch.arange(1.0, 9.0)[:, None]).view(2, 3, 3)
+    assert grid[1].tolist() == [[0, 7, 0], [8, 0, 0], [0, 0, 0]]
+    assert pairs.padding()[1].tolist() == [True, False, True, False, True, True, True, True, True]
+    feats.valid[0, 2] = False
+    feats.rel_labels[0, 2, :] = -1
+    feats.rel_labels[0, :, 2] = -1
+    assert Pairs.of(feats).objects == 2  # the token grid is as wide as the most crowded image
+
+
+@pytest.mark.parametrize("base", ["motifs", "penet"])
+@pytest.mark.parametrize("head", ["original", "dsnet"])
+def test_a_pair_scores_the_same_whatever_other_images_share_its_batch(base, head):
+    """Heads compute on packed pair rows: an image scored alone and beside another (with more objects)
+    gets the same predicate scores, and slots without a pair score zero."""
+    torch.manual_seed(0)
+    model = RelationModel(RelationConfig(base=base, head=head, dsnet=DSNetConfig(dim=16, heads=2), hidden=16,
+                                         union_dim=16), VOCAB, torch.rand(3, 3, 4) * 5, coarse_channels=4,
+                          fine_channels=3).eval()
+    feats = _random_features()
+    feats.valid[0, 3] = False
+    feats.rel_labels[0, 3, :] = -1
+    feats.rel_labels[0, :, 3] = -1
+    both = model.predicate_scores(feats)
+    alone = model.predicate_scores(feats.take(torch.tensor([0])))
+    torch.testing.assert_close(both[:1], alone, atol=1e-5, rtol=1e-5)
+    assert both[0, 3].abs().sum() == 0 and both[0, :, 3].abs().sum() == 0
