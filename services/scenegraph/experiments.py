@@ -15,6 +15,8 @@ on its SGDet output and is scored in SGDet on held-out scenes:
 """
 from __future__ import annotations
 
+import multiprocessing
+import traceback
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -96,8 +98,7 @@ class Run:
 
         One training seed is not enough for some comparisons: MOTIFS' mR@100 gain from the DS-Net head
         was -0.006, +0.049 and +0.036 over training seeds 0-2 on the same detector output."""
-        runs = [self.measure(name, seed_offset=i) for i in range(seeds)]
-        return {k: float(np.mean([r[k] for r in runs])) for k, v in runs[0].items() if isinstance(v, float)}
+        return mean_metrics([self.measure(name, seed_offset=i) for i in range(seeds)])
 
     def config(self, name: str) -> RelationConfig:
         """Variant `name`, taking the depth-order estimates as object attributes where the run has them."""
@@ -119,6 +120,76 @@ class Run:
             result["mR@100_depth_order"] = float(np.mean([result["per_predicate_R@100"].get(p, 0.0)
                                                           for p in self.vocab.depth_order]))
         self.results[(name, seed_offset)] = result
+
+
+def mean_metrics(runs: list[dict]) -> dict:
+    """The scalar metrics of several runs, averaged."""
+    return {k: float(np.mean([r[k] for r in runs])) for k, v in runs[0].items() if isinstance(v, float)}
+
+
+@dataclass
+class Measured:
+    """A world's metrics measured in another process (`BackgroundWorld`), read the way `Run` is."""
+
+    results: dict[tuple[str, int], dict]
+
+    def measure_over_seeds(self, name: str, seeds: int) -> dict:
+        missing = [i for i in range(seeds) if (name, i) not in self.results]
+        if missing:
+            raise KeyError(f"{name} with training seeds {missing} was not measured in this world")
+        return mean_metrics([self.results[(name, i)] for i in range(seeds)])
+
+
+def measure_world(setup: Setup, names: tuple[str, ...], training_seeds: int) -> dict[tuple[str, int], dict]:
+    """Prepare `setup`'s world and measure each variant on `training_seeds` relation-training seeds."""
+    torch.manual_seed(setup.seed)
+    run = prepare(setup)
+    for name in names:
+        run.measure_over_seeds(name, training_seeds)
+    return run.results
+
+
+class BackgroundWorld:
+    """`measure_world` in a second process. The reproduction suite's two worlds are independent and
+    each trains on one thread, so on this 2-core machine the second world trains while the first
+    world's tests run, and the suite takes the longer world's time instead of the sum."""
+
+    def __init__(self, setup: Setup, names: tuple[str, ...], training_seeds: int):
+        ctx = multiprocessing.get_context("spawn")  # no fork of a process that holds torch threads
+        self._conn, child = ctx.Pipe(duplex=False)
+        self._process = ctx.Process(target=_measure_into, args=(child, setup, names, training_seeds),
+                                    daemon=True, name=f"scenegraph-world-{setup.seed}")
+        self._process.start()
+        child.close()
+        self._measured: Measured | None = None
+
+    def result(self) -> Measured:
+        """Wait for the measurements; the worker's traceback if it failed."""
+        if self._measured is None:
+            try:
+                ok, payload = self._conn.recv()
+            except EOFError:
+                self._process.join()
+                raise RuntimeError(f"the world's process died (exit code {self._process.exitcode})") from None
+            self._process.join()
+            if not ok:
+                raise RuntimeError(f"measuring the world failed in its process:\n{payload}")
+            self._measured = Measured(payload)
+        return self._measured
+
+    def stop(self) -> None:
+        if self._process.is_alive():
+            self._process.terminate()
+        self._process.join()
+
+
+def _measure_into(conn, setup: Setup, names: tuple[str, ...], training_seeds: int) -> None:
+    try:
+        conn.send((True, measure_world(setup, names, training_seeds)))
+    except BaseException:  # the parent re-raises it with this traceback
+        conn.send((False, traceback.format_exc()))
+    finally:
+        conn.close()
 
 
 def depth_order_accuracy(feats: Features, scores: torch.Tensor, vocab: Vocabulary) -> float:
