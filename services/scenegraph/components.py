@@ -62,7 +62,7 @@ class Pairs:
         return grid[self.image, self.subj, self.obj]
 
     def token(self) -> torch.Tensor:
-        """[P]: each pair's position among its image's N * N pair tokens."""
+        """[P]: each pair's position among its image's objects * objects pair tokens."""
         return self.subj * self.objects + self.obj
 
     def grid(self, rows: torch.Tensor) -> torch.Tensor:
