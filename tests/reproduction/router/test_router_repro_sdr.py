@@ -7,12 +7,13 @@ simulated remotes of known accuracy and price (1 and 10) stand behind it. On hel
   the same traces;
 - the local LM's features beat MiniLM query embeddings for the accept decision (AUROC of
   predicting that the local answer is right).
-Both are asserted: the full local features (hidden states + entropy / NLL) beat MiniLM on every
-seed, and hidden states alone beat it on the mean per-seed gain over this run's seeds, by more than
-2 standard errors of those gains (both sides tuned alike on validation, `sdr.fit_selected`). The
-second holds because the local LM's training lookups draw their keys at Zipf(1.3) frequencies
-(`key_zipf`): knowing a key is then graded by familiarity, as knowledge in real LLMs tracks how
-often an entity was seen, and familiarity is linearly visible in the states for keys the router
+Asserted: the full local features (hidden states + entropy / NLL) beat MiniLM on every seed, and
+hidden states alone at least match it on the mean per-seed gain (both sides tuned alike on
+validation, `sdr.fit_selected`); they beat it by more than 2 standard errors of the gains on the
+machine the suite was built on, not on a later one (see the test). Where they win, it is because
+the local LM's training lookups draw their keys at Zipf(1.3) frequencies (`key_zipf`): knowing a
+key is then graded by familiarity, as knowledge in real LLMs tracks how often an entity was seen,
+and familiarity is linearly visible in the states for keys the router
 never saw. With a uniformly trained random 60% of 100 keys the states carry key identity, not
 knowing, and only tie MiniLM (services/router/README.md, item 3).
 The job's own pipeline (`train_decider`) is what runs, exactly as the service runs it.
@@ -73,10 +74,17 @@ def test_local_features_beat_query_embeddings_for_the_accept_decision(results, s
     assert auroc["sdr"] > auroc["query_embedding"] + 0.02, auroc
 
 
-def test_hidden_states_alone_beat_query_embeddings_for_the_accept_decision(results):
+def test_hidden_states_alone_match_query_embeddings_for_the_accept_decision(results):
+    """On the machine this suite was built on, hidden states alone beat MiniLM on every seed (gains
+    +0.029 / +0.019 / +0.032, asserted then as a mean over 2 standard errors). On a later machine
+    (a Sapphire Rapids CPU with AMX: the same code, other float rounding) the gains read +0.024 /
+    +0.004 / -0.016, and over seeds 0-7 a mean of +0.013 against 2 s.e. of 0.016: a win on six seeds
+    of eight, not a reliable one (services/router/README.md, item 3). What holds on both is parity or
+    better, asserted as a mean gain of at least -0.01; whether the win clears its spread is printed."""
     gains = [
         results[s]["accept_auroc"]["hidden_states_only"] - results[s]["accept_auroc"]["query_embedding"]
         for s in SEEDS
     ]
-    ok, why = clears_its_spread(gains)
-    assert ok, f"accept AUROC, hidden states only - MiniLM query: {why}"
+    wins, why = clears_its_spread(gains)
+    print(f"accept AUROC, hidden states only - MiniLM query: {why}; clears 2 s.e.: {wins}")
+    assert sum(gains) / len(gains) >= -0.01, why
