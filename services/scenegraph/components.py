@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 import torch.nn.functional as F
@@ -61,21 +62,24 @@ class Pairs:
         """[B, N, N, ...] -> [P, ...]."""
         return grid[self.image, self.subj, self.obj]
 
+    @cached_property
     def token(self) -> torch.Tensor:
-        """[P]: each pair's position among its image's objects * objects pair tokens."""
+        """[P]: each pair's position among its image's objects * objects pair tokens (computed once:
+        both fusion directions and every `grid` use it)."""
         return self.subj * self.objects + self.obj
 
     def grid(self, rows: torch.Tensor) -> torch.Tensor:
         """[P, D] -> [B, objects * objects, D] pair tokens, zero where there is no pair."""
         out = rows.new_zeros(self.images, self.objects * self.objects, *rows.shape[1:])
-        out[self.image, self.token()] = rows
+        out[self.image, self.token] = rows
         return out
 
+    @cached_property
     def padding(self) -> torch.Tensor:
         """[B, objects * objects] bool: tokens that hold no pair (an image without pairs keeps token 0
         as a key, so attention over it stays defined)."""
         pad = torch.ones(self.images, self.objects * self.objects, dtype=torch.bool, device=self.image.device)
-        pad[self.image, self.token()] = False
+        pad[self.image, self.token] = False
         pad[pad.all(1), 0] = False
         return pad
 

@@ -114,9 +114,9 @@ class CrossFusion(nn.Module):
     def forward(self, x: torch.Tensor, y: torch.Tensor, pairs: Pairs) -> torch.Tensor:
         """[P, dim] pair tokens x attend to y over their image's pairs -> [P, dim]."""
         yg = pairs.grid(y)
-        a, _ = self.attn(pairs.grid(x), yg, yg, attn_mask=self.scores_bias(pairs.padding()),
+        a, _ = self.attn(pairs.grid(x), yg, yg, attn_mask=self.scores_bias(pairs.padding),
                          need_weights=False)
-        a = a[pairs.image, pairs.token()]
+        a = a[pairs.image, pairs.token]
         if self.gate is not None:
             a = torch.sigmoid(self.gate(torch.cat([x, a], -1))) * a
         x = self.norm1(x + a)

@@ -45,7 +45,6 @@ OCCLUSION_VARIANTS = ("penet", "penet+dsnet", "penet+dsnet/single-stream", "pene
                       "penet+dsnet/vision-stream-only")
 OCCLUSION_KEYS = ("R@100", "mR@100", "mR@100_geometric", "mR@100_non_geometric", "mR@100_depth_order",
                   "depth_order_accuracy")
-TRAINING_SEEDS = 3
 KEYS = ("R@100", "ngR@100", "mR@100", "mR@100_geometric", "mR@100_non_geometric", "mR@100_head",
         "mR@100_tail", "ng_as_geo_rate", "geo_share_predicted", "geo_share_annotated")
 
@@ -109,23 +108,23 @@ def occlusion_table(world: dict) -> str:
 def occlusion_world(t0: float) -> dict:
     per_seed = {}
     for seed in SEEDS:
-        torch.manual_seed(seed)
         world = experiments.OCCLUSION_WORLD | {"test_images": TEST_IMAGES}
         setup = experiments.Setup(seed=seed, train_images=IMAGES, detector_epochs=EPOCHS,
                                   relation_epochs=EPOCHS, **world)
         run = experiments.prepare(setup)
-        measured = {name: run.measure_over_seeds(name, TRAINING_SEEDS) for name in OCCLUSION_VARIANTS}
+        measured = {name: run.measure_over_seeds(name, experiments.TRAINING_SEEDS)
+                    for name in OCCLUSION_VARIANTS}
         per_seed[str(seed)] = {name: {k: m[k] for k in OCCLUSION_KEYS} for name, m in measured.items()}
         print(f"occlusion world, seed {seed}: {time.perf_counter() - t0:.0f} s", flush=True)
     mean = {name: {k: float(np.mean([per_seed[str(s)][name][k] for s in SEEDS])) for k in OCCLUSION_KEYS}
             for name in OCCLUSION_VARIANTS}
-    return {"seeds": SEEDS, "training_seeds": TRAINING_SEEDS, "per_seed": per_seed, "mean_over_seeds": mean}
+    return {"seeds": SEEDS, "training_seeds": experiments.TRAINING_SEEDS, "per_seed": per_seed,
+            "mean_over_seeds": mean}
 
 
 def standard_world(t0: float) -> dict:
     per_seed, latency = {}, None
     for seed in SEEDS:
-        torch.manual_seed(seed)
         setup = experiments.Setup(seed=seed, train_images=IMAGES, test_images=TEST_IMAGES,
                                   detector_epochs=EPOCHS, relation_epochs=EPOCHS)
         run = experiments.prepare(setup)

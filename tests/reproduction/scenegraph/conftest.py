@@ -16,19 +16,16 @@ from __future__ import annotations
 import os
 
 import pytest
-import torch
 from paperworks.services.scenegraph import experiments
 
 SEED = int(os.environ.get("SCENEGRAPH_REPRO_SEED", "0"))
-# what the occlusion-world tests read, each on this many relation-training seeds
+# what the occlusion-world tests read, each on `experiments.TRAINING_SEEDS` relation-training seeds
 OCCLUSION_VARIANTS = ("penet", "penet+dsnet", "penet+dsnet/one-way-fusion", "penet+dsnet/vision-stream-only",
                       "penet+dsnet/single-stream")
-TRAINING_SEEDS = 3
 
 
 @pytest.fixture(scope="session")
 def sgg_run():
-    torch.manual_seed(SEED)
     return experiments.prepare(experiments.Setup(seed=SEED))
 
 
@@ -39,7 +36,7 @@ def _occlusion_world(request):
         yield None
         return
     world = experiments.BackgroundWorld(experiments.Setup(seed=SEED, **experiments.OCCLUSION_WORLD),
-                                        OCCLUSION_VARIANTS, TRAINING_SEEDS)
+                                        OCCLUSION_VARIANTS, experiments.TRAINING_SEEDS)
     yield world
     world.stop()
 

@@ -12,13 +12,12 @@ space stream needs the pixels too: overlapping pairs whose order only the pixels
 from __future__ import annotations
 
 import pytest
+from paperworks.services.scenegraph import experiments
 
 BASES = ("motifs", "penet")
 MIN_GAIN = 0.02  # the paper reports +1.3 to +6.1 mR@100 (here, seeds 0-2: MOTIFS +0.022 to +0.058)
 MAX_RECALL_DROP = 0.04
-# Claims 1 and 2 compare means over this many relation-training seeds (one detector, one scene set):
-# with one seed, MOTIFS' gain from the head ranged from -0.006 to +0.049 mR@100 (seeds 0-2).
-TRAINING_SEEDS = 3
+TRAINING_SEEDS = experiments.TRAINING_SEEDS  # every claim compares means over these
 
 
 def _pair(run, base):

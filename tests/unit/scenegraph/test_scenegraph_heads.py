@@ -173,7 +173,7 @@ def test_pairs_pack_the_present_ordered_pairs_and_scatter_back():
     assert (s[6:] == feats.labels[1, :2]).all() and (o[6:] == feats.labels[1, [1, 0]]).all()
     grid = pairs.grid(torch.arange(1.0, 9.0)[:, None]).view(2, 3, 3)
     assert grid[1].tolist() == [[0, 7, 0], [8, 0, 0], [0, 0, 0]]
-    assert pairs.padding()[1].tolist() == [True, False, True, False, True, True, True, True, True]
+    assert pairs.padding[1].tolist() == [True, False, True, False, True, True, True, True, True]
     feats.valid[0, 2] = False
     feats.rel_labels[0, 2, :] = -1
     feats.rel_labels[0, :, 2] = -1
