@@ -1,15 +1,14 @@
 """Two runs of the DS-Net experiments on the synthetic scenes, shared by the claims.
 
-Claims 1 and 2 (and claim 3's no-fusion ablation): one detector (400 training scenes, 64x64) is
-trained and frozen; each relation model trains on its SGDet output and is scored in SGDet on 200
-held-out scenes. Claim 3's other ablations: the same in the occlusion world
-(`experiments.OCCLUSION_WORLD`: overlapping pairs whose order only the pixels show, the detector's
-depth-order estimates as object attributes, 600 held-out scenes). The occlusion world is measured in
-a second process (`experiments.BackgroundWorld`), started with the first test of this folder when
-any occlusion test is selected, so it trains while the first world's tests run.
-`SCENEGRAPH_REPRO_SEED` picks another seed (the margins were checked on seeds 0, 1, 2).
-These are `Setup`'s defaults: smaller runs (fewer scenes or epochs) lost margins on some seed
-(README, Reproduction). Every claim averages three relation-training seeds.
+Claims 1 and 2: one detector (600 training scenes, 64x64, 10 epochs) is trained and frozen; each
+relation model trains on its SGDet output (10 epochs) and is scored in SGDet on 200 held-out scenes.
+Claim 3: the same in the occlusion world (`experiments.OCCLUSION_WORLD`: overlapping pairs whose order
+only the pixels show, the detector's depth-order estimates as object attributes, 600 held-out scenes).
+The occlusion world is measured in a second process (`experiments.BackgroundWorld`), started with the
+first test of this folder when any occlusion test is selected, so it trains while the first world's
+tests run. `SCENEGRAPH_REPRO_SEED` picks another seed (the margins were checked on seeds 0, 1, 2).
+These are `Setup`'s defaults: 400 training scenes at 15 epochs, the same CPU time, lost margins on
+some seed (README, Reproduction). Every claim averages three relation-training seeds.
 """
 from __future__ import annotations
 
