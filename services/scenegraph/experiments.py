@@ -92,12 +92,12 @@ class Run:
     results: dict[tuple[str, int], dict] = field(default_factory=dict)
     models: dict[tuple[str, int], RelationModel] = field(default_factory=dict)
 
-    def measure(self, name: str, cfg: RelationConfig | None = None, seed_offset: int = 0) -> dict:
+    def measure(self, name: str, seed_offset: int = 0) -> dict:
         """SGDet metrics of variant `name` trained with seed `setup.seed + seed_offset` (once per run)."""
         key = (name, seed_offset)
         if key not in self.results:
             with single_thread():
-                self._train_and_score(name, cfg, seed_offset)
+                self._train_and_score(name, seed_offset)
         return self.results[key]
 
     def measure_over_seeds(self, name: str, seeds: int) -> dict:
@@ -112,11 +112,11 @@ class Run:
         width = self.estimator.width if self.estimator is not None else 0
         return VARIANTS[name].model_copy(update={"attributes": width})
 
-    def _train_and_score(self, name: str, cfg: RelationConfig | None, seed_offset: int) -> None:
+    def _train_and_score(self, name: str, seed_offset: int) -> None:
         seed = self.setup.seed + seed_offset
         torch.manual_seed(seed)
         backbone = self.detector.backbone
-        model = RelationModel(cfg or self.config(name), self.vocab, self.counts, backbone.coarse_channels,
+        model = RelationModel(self.config(name), self.vocab, self.counts, backbone.coarse_channels,
                               backbone.fine_channels)
         train_relation_model(model, self.train_feats, self.setup.relation_epochs, seed)
         self.models[(name, seed_offset)] = model

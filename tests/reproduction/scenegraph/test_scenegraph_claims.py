@@ -17,25 +17,25 @@ from paperworks.services.scenegraph import experiments
 BASES = ("motifs", "penet")
 MIN_GAIN = 0.02  # the paper reports +1.3 to +6.1 mR@100 (here, seeds 0-2: MOTIFS +0.054 to +0.057)
 MAX_RECALL_DROP = 0.04
-TRAINING_SEEDS = experiments.TRAINING_SEEDS  # every claim compares means over these
 
 
-def _pair(run, base):
-    return tuple(run.measure_over_seeds(name, TRAINING_SEEDS) for name in (base, f"{base}+dsnet"))
+def _means(run, *names):
+    """Each variant's metrics, averaged over `experiments.TRAINING_SEEDS`: every claim compares these."""
+    return tuple(run.measure_over_seeds(name, experiments.TRAINING_SEEDS) for name in names)
 
 
 # the first test trains the world's detector and six relation models: ~90 s on a quiet core
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("base", BASES)
 def test_dsnet_head_raises_mean_recall_and_keeps_recall(sgg_run, base):
-    original, dsnet = _pair(sgg_run, base)
+    original, dsnet = _means(sgg_run, base, f"{base}+dsnet")
     assert dsnet["mR@100"] >= original["mR@100"] + MIN_GAIN, (original["mR@100"], dsnet["mR@100"])
     assert dsnet["R@100"] >= original["R@100"] - MAX_RECALL_DROP, (original["R@100"], dsnet["R@100"])
 
 
 @pytest.mark.parametrize("base", BASES)
 def test_gain_lands_on_non_geometric_and_tail_predicates(sgg_run, base):
-    original, dsnet = _pair(sgg_run, base)
+    original, dsnet = _means(sgg_run, base, f"{base}+dsnet")
     ng_gain = dsnet["mR@100_non_geometric"] - original["mR@100_non_geometric"]
     geo_gain = dsnet["mR@100_geometric"] - original["mR@100_geometric"]
     assert ng_gain >= 0.05 and ng_gain > geo_gain + 0.05, (ng_gain, geo_gain)
@@ -46,7 +46,7 @@ def test_gain_lands_on_non_geometric_and_tail_predicates(sgg_run, base):
 
 @pytest.mark.parametrize("base", BASES)
 def test_geometric_over_prediction_falls(sgg_run, base):
-    original, dsnet = _pair(sgg_run, base)
+    original, dsnet = _means(sgg_run, base, f"{base}+dsnet")
     # annotated interactions whose pair's top-1 predicate is geometric
     assert dsnet["ng_as_geo_rate"] <= original["ng_as_geo_rate"] - 0.05
     # the geometric share of top-1 predictions on annotated pairs
@@ -57,8 +57,7 @@ OCCLUSION_ABLATIONS = ("single-stream", "vision-stream-only", "one-way-fusion")
 
 
 def _ablation(run, ablation):
-    return tuple(run.measure_over_seeds(name, TRAINING_SEEDS)
-                 for name in ("penet", "penet+dsnet", f"penet+dsnet/{ablation}"))
+    return _means(run, "penet", "penet+dsnet", f"penet+dsnet/{ablation}")
 
 
 # the first of these trains the occlusion world's detector, estimator and nine relation models (~120 s
