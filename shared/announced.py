@@ -13,19 +13,15 @@ from paperworks.shared import registry
 from paperworks.shared.artifacts import ArtifactStore
 from paperworks.shared.backends.base import ModelBackend
 from paperworks.shared.db.jobs import JobStore
-from paperworks.shared.errors import FailedPrecondition, InvalidArgument, NotFound
+from paperworks.shared.errors import FailedPrecondition, InvalidArgument
+from paperworks.shared.job_refs import finished_job
 
 
 def announced_model(store: JobStore, tenant: str | None, service: str, job_id: str, field: str):
     """(job, artifact) of the model the tenant's SUCCEEDED `service` job announced last."""
     if not job_id:
         raise InvalidArgument(field, f"name the {service} job whose model to use")
-    try:
-        job = store.get(tenant, service, job_id)
-    except NotFound:
-        raise NotFound(f"no {service} job {job_id!r}", field) from None
-    if job.state != "SUCCEEDED":
-        raise FailedPrecondition(f"{service} job {job_id} is {job.state}, not SUCCEEDED", field)
+    job = finished_job(store, tenant, service, job_id, field)
     models = store.announced_models(job_id)
     if not models:
         raise FailedPrecondition(f"{service} job {job_id} ({job.kind}) announced no model", field)

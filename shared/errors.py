@@ -72,6 +72,11 @@ class Unavailable(PaperworksError):
     retryable = True
 
 
+class TransientError(Unavailable):
+    """Raised by a job handler when trying again later may succeed (a remote is down): the runner
+    retries the job instead of failing it."""
+
+
 class Cancelled(PaperworksError):
     code = "CANCELLED"
 

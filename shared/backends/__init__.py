@@ -22,6 +22,7 @@ from paperworks.shared.backends.errors import (
     MalformedResponse,
     RemoteError,
     Unsupported,
+    platform_error,
 )
 from paperworks.shared.backends.ref import ModelRef, load_backend
 
@@ -41,6 +42,7 @@ __all__ = [
     "RemoteError",
     "Score",
     "Unsupported",
+    "platform_error",
     "load_backend",
     "parse_json_answer",
 ]

@@ -117,3 +117,21 @@ class MalformedOutput(BackendError):
         super().__init__(f"model output unusable: {reason}")
         self.reason = reason
         self.text = text
+
+
+def platform_error(exc: BackendError, role: str = ""):
+    """The platform error a backend failure becomes, in a job or a sync RPC alike: a bad model or
+    request → INVALID_ARGUMENT on `role.field`; retryable (down, overloaded, too slow) → a
+    TransientError the job runner retries (UNAVAILABLE over RPC); unsupported → FAILED_PRECONDITION;
+    anything else → INTERNAL. `role` ('target', 'judge', 'local') prefixes the field and message."""
+    from paperworks.shared import errors
+
+    field = ".".join(p for p in (role, exc.field) if p) or None
+    prefix = f"{role}: " if role else ""
+    if isinstance(exc, InvalidModel | InvalidRequest) or exc.grpc_code_name == "INVALID_ARGUMENT":
+        return errors.InvalidArgument(field or "model", getattr(exc, "reason", exc.message))
+    if exc.retryable:
+        return errors.TransientError(prefix + exc.message, field)
+    if isinstance(exc, Unsupported) or exc.grpc_code_name == "FAILED_PRECONDITION":
+        return errors.FailedPrecondition(prefix + exc.message, field)
+    return errors.PaperworksError(prefix + exc.message, field)

@@ -47,6 +47,42 @@ class JobContext:
 
         return load_announced(self.store, self.artifacts, self.tenant, service, job_id, field)
 
+    def finished_job(self, service: str, job_id: str, field: str, kind: str | None = None,
+                     states=("SUCCEEDED",)):
+        """This tenant's earlier job (`paperworks.shared.job_refs.finished_job`)."""
+        from paperworks.shared.job_refs import finished_job
+
+        return finished_job(self.store, self.tenant, service, job_id, field, kind, states)
+
+    def job_artifact(self, service: str, job_id: str, name: str, field: str,
+                     kind: str | None = None) -> tuple[bytes, str]:
+        """(bytes, sha256) of artifact `name` of this tenant's SUCCEEDED `service` job."""
+        from paperworks.shared.job_refs import job_artifact
+
+        return job_artifact(self.store, self.artifacts, self.tenant, service, job_id, name, field, kind)
+
+    def submit(self, service: str, kind: str, params: dict, idempotency_key: str):
+        """Submits a follow-up job for this tenant, as `Submit<Kind>` would: parameters validated
+        by the kind's spec, the tenant's quotas applied, the job and its intake record written in
+        one transaction (the outbox relay publishes it). Returns the Job row; the key makes a
+        redelivered handler find the same job instead of submitting twice."""
+        from paperworks.shared import registry
+        from paperworks.shared.config import get_settings
+        from paperworks.shared.db import quotas
+        from paperworks.shared.errors import violations_from_pydantic
+        from pydantic import ValidationError
+
+        try:
+            valid = registry.service(service).kind(kind).params.model_validate(params)
+        except ValidationError as exc:
+            raise violations_from_pydantic(exc) from None
+        settings = get_settings()
+        quotas.check_submit(self.store.db, self.tenant, service, idempotency_key,
+                            settings.max_queued_jobs_per_tenant, settings.max_active_jobs_per_tenant)
+        job, _ = self.store.submit(self.tenant, service, kind, valid.model_dump(mode="json"),
+                                   idempotency_key)
+        return job
+
     def progress(
         self,
         step: int,

@@ -19,20 +19,13 @@ from dataclasses import dataclass
 from paperworks.shared.artifacts import ArtifactStore
 from paperworks.shared.db.jobs import Acquired, Busy, JobStore, LeaseLost, error_dict
 from paperworks.shared.db.models import CANCELLED, FAILED, SUCCEEDED
-from paperworks.shared.errors import PaperworksError
+from paperworks.shared.errors import PaperworksError, TransientError
 from paperworks.shared.registry import ServiceSpec, load
 from paperworks.shared.tasks.context import JobCancelled, JobContext
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 log = logging.getLogger(__name__)
-
-
-class TransientError(PaperworksError):
-    """Raised by a handler when trying again later may succeed (a remote is down)."""
-
-    code = "UNAVAILABLE"
-    retryable = True
 
 
 class RetryLater(Exception):

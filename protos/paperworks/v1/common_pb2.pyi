@@ -85,3 +85,23 @@ class ErrorDetail(_message.Message):
     field_violations: _containers.RepeatedCompositeFieldContainer[FieldViolation]
     retryable: bool
     def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., field_violations: _Optional[_Iterable[_Union[FieldViolation, _Mapping]]] = ..., retryable: _Optional[bool] = ...) -> None: ...
+
+class ModelSpec(_message.Message):
+    __slots__ = ("kind", "path", "url", "model", "api_key_env", "timeout_s", "max_retries", "max_concurrency")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    API_KEY_ENV_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    MAX_RETRIES_FIELD_NUMBER: _ClassVar[int]
+    MAX_CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    path: str
+    url: str
+    model: str
+    api_key_env: str
+    timeout_s: float
+    max_retries: int
+    max_concurrency: int
+    def __init__(self, kind: _Optional[str] = ..., path: _Optional[str] = ..., url: _Optional[str] = ..., model: _Optional[str] = ..., api_key_env: _Optional[str] = ..., timeout_s: _Optional[float] = ..., max_retries: _Optional[int] = ..., max_concurrency: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,56 @@
+"""The one job-parameter form of a model reference, shared by every service that names a model.
+
+It mirrors `paperworks.v1.ModelSpec` (common.proto) field for field, validates at submission by
+building the backends' `ModelRef` (so a bad reference is INVALID_ARGUMENT naming the field before
+any work starts), and is what a job stores. A service that needs narrower kinds or other
+defaults subclasses it (the quantizer takes local models only; bias adds models defined in code).
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from paperworks.shared.backends.errors import InvalidModel
+from paperworks.shared.backends.ref import ModelRef
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class ModelSpec(BaseModel):
+    """A model: an OpenAI-compatible endpoint (`url` with /v1, `model`), or a local `hf` / `tiny`
+    directory (`path`). `api_key_env` names the environment variable that holds the key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["openai", "hf", "tiny"]
+    path: str = Field(default="", max_length=4096)
+    url: str = ""
+    model: str = ""
+    api_key_env: str = ""
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    max_retries: int = Field(default=3, ge=0, le=10)
+    max_concurrency: int = Field(default=4, ge=1, le=64)
+
+    @model_validator(mode="after")
+    def _usable(self):
+        if self.kind in ("openai", "hf", "tiny"):
+            try:
+                self.ref()
+            except InvalidModel as exc:
+                raise ValueError(f"{exc.field}: {exc.reason}") from None
+        return self
+
+    def ref(self) -> ModelRef:
+        """The backends' model reference (raises InvalidModel naming the field)."""
+        return ModelRef(
+            kind=self.kind,
+            path=self.path or None,
+            url=self.url or None,
+            model=self.model or None,
+            api_key_env=self.api_key_env or None,
+            timeout_s=self.timeout_s,
+            max_retries=self.max_retries,
+            max_concurrency=self.max_concurrency,
+        )
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}:{self.model or self.path}"
