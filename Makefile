@@ -28,16 +28,16 @@ $(STAMP): pyproject.toml setup.py
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(KEEP_HEAP) $(RUN_MODULE) paperworks.shared.demo
+	$(KEEP_HEAP) $(RUN_MODULE) paperworks.shared.devstack.demo
 
 test: $(STAMP)
 	$(KEEP_HEAP) $(RUN_MODULE) pytest -q
 
 proto: $(STAMP)
-	$(RUN_MODULE) paperworks.shared.protogen
+	$(RUN_MODULE) paperworks.shared.devstack.protogen
 
 deploy-files: $(STAMP)
-	$(RUN_MODULE) paperworks.shared.deploy
+	$(RUN_MODULE) paperworks.shared.devstack.deploy
 
 up: $(STAMP)
 	$(BIN)/paperworks up

@@ -77,7 +77,7 @@ def stack(tmp_path_factory):
 
 @pytest.fixture
 def client(stack):
-    from paperworks.shared.client import Client
+    from paperworks.shared.sdk.client import Client
 
     with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as c:
         yield c

@@ -56,7 +56,7 @@ def stack_environ(state_dir: Path, **extra: str) -> dict[str, str]:
 
 
 def start_stack(state_dir: Path, services=("ops",), **extra: str):
-    from paperworks.shared.stack import EmbeddedStack
+    from paperworks.shared.devstack.stack import EmbeddedStack
 
     env = stack_environ(state_dir, **extra)
     settings = Settings(state_dir=state_dir)
@@ -82,7 +82,7 @@ def service_fixtures(*names: str):
 
     @pytest.fixture(scope="module")
     def client(stack):
-        from paperworks.shared.client import Client
+        from paperworks.shared.sdk.client import Client
 
         with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as c:
             yield c

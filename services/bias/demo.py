@@ -11,7 +11,7 @@ from paperworks.bias.v1 import bias_pb2
 from paperworks.services.bias.builtin.options import PlantedTargetOptions
 from paperworks.services.bias.builtin.planted_target import draw_cells
 from paperworks.services.bias.cab.taxonomy import DEFAULT_TAXONOMY
-from paperworks.shared.demo import console, follow
+from paperworks.shared.devstack.demo import console, follow
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 
 SEED = 2

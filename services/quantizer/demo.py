@@ -8,7 +8,7 @@ from paperworks.quantizer.v1 import quantizer_pb2
 from paperworks.shared.backends.tiny_data import stdlib_texts
 from paperworks.shared.backends.tiny_model import TinyConfig, save_tiny
 from paperworks.shared.backends.tiny_train import train_tiny_lm
-from paperworks.shared.demo import console, follow
+from paperworks.shared.devstack.demo import console, follow
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 
 DATA = {"stdlib": {"files": 60, "max_chars": 8000, "seed": 0}}

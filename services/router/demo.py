@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 from paperworks.router.v1 import router_pb2
-from paperworks.shared.client import Client
-from paperworks.shared.demo import console, follow
+from paperworks.shared.devstack.demo import console, follow
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.tensors import from_numpy
+from paperworks.shared.sdk.client import Client
 
 
 def run(client: Client, out: Path) -> None:

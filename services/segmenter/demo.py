@@ -9,7 +9,7 @@ from pathlib import Path
 from google.protobuf.json_format import MessageToDict
 from paperworks.segmenter.v1 import segmenter_pb2
 from paperworks.services.segmenter import synthetic, volumes
-from paperworks.shared.demo import console, follow
+from paperworks.shared.devstack.demo import console, follow
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 
 DATA = {"synthetic": {"seed": 3, "count": 5, "size": 32}}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 from paperworks.services.urban import world
-from paperworks.shared.demo import console, follow
+from paperworks.shared.devstack.demo import console, follow
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.tensors import from_numpy, to_numpy
 from paperworks.urban.v1 import urban_pb2

@@ -33,7 +33,6 @@ RESULTS = ROOT / "results" / "load.json"
 sys.path.insert(0, str(ROOT.parent))
 
 from bare_celery import bare_noop_task  # noqa: E402
-from paperworks.shared.client import AsyncClient  # noqa: E402
 from paperworks.shared.db.engine import Database  # noqa: E402
 from paperworks.shared.db.models import (  # noqa: E402
     TERMINAL_STATES,
@@ -41,6 +40,7 @@ from paperworks.shared.db.models import (  # noqa: E402
     JobArtifact,
     JobEvent,
 )
+from paperworks.shared.sdk.client import AsyncClient  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
 from support import TOKENS, start_stack  # noqa: E402
 

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT.parent))
 
 from bare_celery import bare_noop_task  # noqa: E402
 from paperworks.ops.v1 import ops_pb2, ops_pb2_grpc  # noqa: E402
-from paperworks.shared.client import Client  # noqa: E402
+from paperworks.shared.sdk.client import Client  # noqa: E402
 from support import TOKENS, start_stack  # noqa: E402
 
 CALLS = int(os.environ.get("BENCH_CALLS", "600"))

@@ -46,8 +46,8 @@ from paperworks.services.router.rejector import (  # noqa: E402
 from paperworks.services.router.spec import TrainDeciderParams  # noqa: E402
 from paperworks.services.router.synthetic import SyntheticMixture  # noqa: E402
 from paperworks.services.router.text_families import PromptPool, TextFamilies  # noqa: E402
-from paperworks.shared.client import Client  # noqa: E402
 from paperworks.shared.rpc.tensors import from_numpy  # noqa: E402
+from paperworks.shared.sdk.client import Client  # noqa: E402
 from support import TOKENS, start_stack  # noqa: E402
 
 SEEDS = tuple(range(int(os.environ.get("BENCH_SEEDS", "5"))))

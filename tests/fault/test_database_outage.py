@@ -15,11 +15,11 @@ import grpc
 import pytest
 from fault.checks import retry_unavailable
 from fault.tcp_proxy import TcpProxy
-from paperworks.shared.client import Client
 from paperworks.shared.db.engine import Database, engine_for
 from paperworks.shared.db.jobs import JobStore
 from paperworks.shared.db.models import TERMINAL_STATES
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
+from paperworks.shared.sdk.client import Client
 from paperworks.v1 import jobs_pb2
 from support import TOKENS, chain, start_stack
 

@@ -6,7 +6,7 @@ import uuid
 
 from paperworks.shared.bus.nudge import NudgeListener, NudgeSender
 from paperworks.shared.config import Settings
-from paperworks.shared.stack import free_port
+from paperworks.shared.devstack.stack import free_port
 from support import require_system
 
 

@@ -11,7 +11,7 @@ from paperworks.services.router.checkable import TaskSuite
 from paperworks.services.router.local_lm import train_local_tiny
 from paperworks.services.router.policy import load_policy
 from paperworks.shared.backends.tiny_model import save_tiny
-from paperworks.shared.client import Client
+from paperworks.shared.sdk.client import Client
 from support import TOKENS, finished, service_fixtures
 
 stack, client = service_fixtures("quantizer", "router")

@@ -18,13 +18,13 @@ from cryptography.x509.oid import NameOID
 from fuzz.inprocess import InProcessServers, settings_for
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
-from paperworks.shared.client import Client
 from paperworks.shared.config import Settings
 from paperworks.shared.db.models import Job
-from paperworks.shared.deploy import ROOT
+from paperworks.shared.devstack.deploy import ROOT
 from paperworks.shared.rpc.auth import Authenticator, hash_token
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.tls import TLSConfigError, channel_credentials, server_credentials
+from paperworks.shared.sdk.client import Client
 from paperworks.v1 import jobs_pb2, jobs_pb2_grpc
 from support import TOKENS, chain, start_stack
 
@@ -139,7 +139,7 @@ def test_probe_and_status_speak_tls_from_the_settings(mtls_stack, pki):
     env = {**mtls_stack.state.env, "PAPERWORKS_TLS_CA_FILE": str(pki["ca"]),
            "PAPERWORKS_TLS_CLIENT_CERT_FILE": str(pki["client_crt"]),
            "PAPERWORKS_TLS_CLIENT_KEY_FILE": str(pki["client_key"])}
-    probe = [sys.executable, "-m", "paperworks.shared.cli", "probe", mtls_stack.endpoints["ops"]]
+    probe = [sys.executable, "-m", "paperworks.shared.sdk.cli", "probe", mtls_stack.endpoints["ops"]]
     ok = subprocess.run(probe, env=env, capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0 and "SERVING" in ok.stdout, ok.stdout + ok.stderr
     without = {k: v for k, v in env.items() if not k.startswith("PAPERWORKS_TLS_CLIENT")}

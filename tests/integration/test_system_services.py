@@ -7,10 +7,10 @@ import uuid
 
 import psutil
 import pytest
-from paperworks.shared.client import Client
 from paperworks.shared.db.engine import Database
 from paperworks.shared.db.jobs import JobStore
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
+from paperworks.shared.sdk.client import Client
 from paperworks.v1 import jobs_pb2
 from support import TOKENS, chain, require_system, start_stack
 

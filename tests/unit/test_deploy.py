@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from paperworks.shared.config import Settings
-from paperworks.shared.deploy import COMMON_ENV, ROOT, files
+from paperworks.shared.devstack.deploy import COMMON_ENV, ROOT, files
 from paperworks.shared.registry import services
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from paperworks.shared.protogen import PROTO_ROOT, generate, proto_files
+from paperworks.shared.devstack.protogen import PROTO_ROOT, generate, proto_files
 
 
 def test_committed_stubs_match_the_protos(tmp_path):

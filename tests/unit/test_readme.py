@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from paperworks.shared.config import Settings
-from paperworks.shared.deploy import ROOT
+from paperworks.shared.devstack.deploy import ROOT
 from paperworks.shared.registry import services
 
 README = (ROOT / "README.md").read_text()

@@ -12,9 +12,9 @@ from paperworks.scenegraph.v1 import scenegraph_pb2
 from paperworks.services.scenegraph.dataset import write_json
 from paperworks.services.scenegraph.scenes import generate_scenes
 from paperworks.services.scenegraph.vocab import synthetic_vocabulary
-from paperworks.shared.client import Client
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.status import field_violations
+from paperworks.shared.sdk.client import Client
 from PIL import Image
 from support import TOKENS, announced_models, finished, service_fixtures
 

@@ -14,10 +14,10 @@ import pytest
 from google.rpc import code_pb2
 from paperworks.segmenter.v1 import segmenter_pb2
 from paperworks.services.segmenter import synthetic, volumes
-from paperworks.shared.client import Client
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.status import field_violations
 from paperworks.shared.rpc.tensors import from_numpy, to_numpy
+from paperworks.shared.sdk.client import Client
 from support import TOKENS, announced_models, finished, service_fixtures
 
 CFG = synthetic.PhantomConfig(size=24, lesions=2, lesion_radius=2.0)

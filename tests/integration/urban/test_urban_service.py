@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 from paperworks.services.urban import world
 from paperworks.services.urban.dataset import write_folder
-from paperworks.shared.client import Client
 from paperworks.shared.rpc.status import field_violations
 from paperworks.shared.rpc.tensors import from_numpy, to_numpy
+from paperworks.shared.sdk.client import Client
 from paperworks.urban.v1 import urban_pb2
 from support import TOKENS, announced_models, finished, service_fixtures
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import grpc_tools
 from grpc_tools import protoc
 
-PROTO_ROOT = Path(__file__).resolve().parent.parent / "protos"
+PROTO_ROOT = Path(__file__).resolve().parents[2] / "protos"
 
 
 def proto_files(root: Path = PROTO_ROOT) -> list[Path]:

@@ -4,7 +4,7 @@ print the results.
 Uses only what a user has: the stack launcher and the SDK. The stack lives in
 a fresh state folder and is stopped afterwards, whatever happens. Each service
 contributes `services/<name>/demo.py` with `run(client, out)`; `ops` goes first
-as the platform's own smoke check. `python -m paperworks.shared.demo router`
+as the platform's own smoke check. `python -m paperworks.shared.devstack.demo router`
 runs only the services named.
 """
 from __future__ import annotations
@@ -17,11 +17,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from paperworks.shared.client import Client
 from paperworks.shared.config import Settings
+from paperworks.shared.devstack.stack import EmbeddedStack
 from paperworks.shared.registry import services
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
-from paperworks.shared.stack import EmbeddedStack
+from paperworks.shared.sdk.client import Client
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -31,7 +31,7 @@ def _fail(message: str, code: int = 1):
 
 
 def _client():
-    from paperworks.shared.client import Client
+    from paperworks.shared.sdk.client import Client
 
     return Client()
 
@@ -165,8 +165,8 @@ def up(
     base_port: int | None = typer.Option(None, help="Fixed ports from here (default: free)."),
 ):
     """Start every service, its dispatcher and worker pool, Kafka and Redis, locally."""
+    from paperworks.shared.devstack.stack import EmbeddedStack, StackError
     from paperworks.shared.registry import services
-    from paperworks.shared.stack import EmbeddedStack, StackError
 
     names = service or list(services())
     unknown = sorted(set(names) - set(services()))
@@ -186,7 +186,7 @@ def up(
 @app.command()
 def status():
     """Each process of the embedded stack: alive, ready, gRPC health."""
-    from paperworks.shared.stack import StackError, attach, is_ready, pid_alive
+    from paperworks.shared.devstack.stack import StackError, attach, is_ready, pid_alive
 
     try:
         stack = attach(get_settings())
@@ -232,7 +232,7 @@ def probe(address: str = typer.Argument("127.0.0.1:50051", help="host:port of a 
 @app.command()
 def down():
     """Stop the embedded stack."""
-    from paperworks.shared.stack import StackError, attach
+    from paperworks.shared.devstack.stack import StackError, attach
 
     try:
         stack = attach(get_settings())
@@ -248,7 +248,7 @@ def down():
 @app.command()
 def serve(service: str):
     """Run a service's gRPC server (with its outbox relay)."""
-    from paperworks.shared import processes
+    from paperworks.shared.devstack import processes
 
     processes.serve(get_settings(), service)
 
@@ -256,7 +256,7 @@ def serve(service: str):
 @app.command()
 def dispatch(service: str):
     """Run a service's dispatcher: Kafka intake → Celery."""
-    from paperworks.shared import processes
+    from paperworks.shared.devstack import processes
 
     processes.dispatch(get_settings(), service)
 
@@ -264,7 +264,7 @@ def dispatch(service: str):
 @app.command()
 def work(service: str):
     """Run a service's Celery worker pool."""
-    from paperworks.shared import processes
+    from paperworks.shared.devstack import processes
 
     processes.work(get_settings(), service)
 

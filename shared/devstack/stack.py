@@ -21,7 +21,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from paperworks.shared.config import Settings
-from paperworks.shared.processes import ready_file
+from paperworks.shared.devstack.processes import ready_file
 
 START_TIMEOUT_S = 90.0
 
@@ -130,7 +130,7 @@ class EmbeddedStack:
         else:
             token = env.get("PAPERWORKS_TOKEN", "")
         state = StackState(token=token, env=env)
-        run = [sys.executable, "-m", "paperworks.shared.cli"]
+        run = [sys.executable, "-m", "paperworks.shared.sdk.cli"]
         if not self.environ.get("PAPERWORKS_KAFKA_BOOTSTRAP_SERVERS"):
             port = self._port(100)
             url = f"tcp://127.0.0.1:{port}"
