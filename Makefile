@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[dev]"
+	$(BIN)/pip install -q -e ".[server,dev]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -53,6 +53,7 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(RUN_MODULE) paperworks.shared.devstack.import_contracts
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

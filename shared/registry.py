@@ -35,6 +35,10 @@ class ServiceSpec:
     # "module:function" turning a model this service's job announced (MODEL_READY) into a
     # language-model backend for other services, called as function(job, artifact, artifacts, field)
     model_loader: str | None = None
+    # the host port Compose publishes this service's gRPC server on (`<port>:50051`), fixed for
+    # good so adding a service never moves another's; taken in order of addition from 50051 (the
+    # next free one is in services/README.md). None is refused by `make deploy-files` and test_deploy.
+    port: int | None = None
 
     @property
     def package(self) -> str:

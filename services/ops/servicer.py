@@ -1,4 +1,11 @@
-"""OpsService: the thin gRPC edge of the diagnostic service."""
+"""OpsService: the thin gRPC edge of the diagnostic service.
+
+SubmitDigest is one line (`ServiceRuntime.submit` validates, applies quotas, writes the job).
+ComputeDigest is the sync-RPC pattern: validate the request against the kind's parameter
+model (`request_params` -> pydantic -> `violations_from_pydantic`, INVALID_ARGUMENT naming each
+field), refuse what is too big to answer inline (`InvalidArgument`), compute off the event loop
+(`asyncio.to_thread`), and let `@rpc_method` turn the platform's errors into statuses.
+"""
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,4 @@
-"""The ops service as the platform sees it: its gRPC service and its one job kind."""
+"""The ops service as the platform sees it: its gRPC service, its one job kind, its host port."""
 from paperworks.shared.registry import JobKind, ServiceSpec
 from pydantic import BaseModel, Field
 
@@ -16,6 +16,7 @@ SPEC = ServiceSpec(
     servicer="paperworks.services.ops.servicer:OpsServicer",
     grpc_module="paperworks.ops.v1.ops_pb2_grpc",
     grpc_service="OpsService",
+    port=50052,  # host port in Compose (services/README.md step 10); never changes
     kinds={
         "digest": JobKind(
             name="digest",

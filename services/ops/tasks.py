@@ -1,10 +1,11 @@
-"""The digest job: runs the chain, one progress report per step."""
+"""The digest job: params -> digest_chain -> result and artifact, one progress report per step
+(`ctx.progress` throttles its writes to one per 50 ms and always writes the last step)."""
 from __future__ import annotations
 
 from paperworks.services.ops.digest import digest_chain
 from paperworks.services.ops.spec import DigestParams
+from paperworks.shared.errors import TransientError
 from paperworks.shared.tasks.context import JobContext
-from paperworks.shared.tasks.runner import TransientError
 
 
 def run_digest(params: DigestParams, ctx: JobContext) -> dict:

@@ -6,7 +6,7 @@ import io
 from pathlib import Path
 
 from paperworks.scenegraph.v1 import scenegraph_pb2
-from paperworks.services.scenegraph.scenes import generate_scenes
+from paperworks.services.scenegraph.data.scenes import generate_scenes
 from paperworks.shared.devstack.demo import console, follow
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from PIL import Image

@@ -6,17 +6,19 @@ import asyncio
 
 import numpy as np
 from paperworks.scenegraph.v1 import scenegraph_pb2, scenegraph_pb2_grpc
-from paperworks.services.scenegraph.dataset import check_box, decode_image, resize
-from paperworks.services.scenegraph.pipeline import SceneGraphGenerator
-from paperworks.services.scenegraph.sample import Sample
-from paperworks.services.scenegraph.sources import model_artifact
+from paperworks.services.scenegraph import checkpoint
+from paperworks.services.scenegraph.data.scenes_json import check_box, decode_image, resize
+from paperworks.services.scenegraph.generator import SceneGraphGenerator
+from paperworks.services.scenegraph.sgg.sample import Sample
 from paperworks.shared.errors import InvalidArgument
+from paperworks.shared.job_refs import job_artifact
 from paperworks.shared.rpc.model_cache import ModelCache
 from paperworks.shared.rpc.runtime import ServiceRuntime
 from paperworks.shared.rpc.status import rpc_method
 
 CACHE_SIZE = 8
 MAX_TOP_K = 1000
+DEFAULT_TOP_K = 20
 
 
 def given_objects(request, gen: SceneGraphGenerator, width: int, height: int
@@ -41,8 +43,9 @@ def given_objects(request, gen: SceneGraphGenerator, width: int, height: int
 
 
 def predict_one(gen: SceneGraphGenerator, request) -> scenegraph_pb2.PredictResponse:
-    if not 0 <= request.top_k <= MAX_TOP_K:
-        raise InvalidArgument("top_k", f"must be 0..{MAX_TOP_K} (0 means 20)")
+    top_k = request.top_k if request.HasField("top_k") else DEFAULT_TOP_K
+    if not 1 <= top_k <= MAX_TOP_K:
+        raise InvalidArgument("top_k", f"must be 1..{MAX_TOP_K} (unset means {DEFAULT_TOP_K})")
     if not request.image:
         raise InvalidArgument("image", "required: a PNG or JPEG file's bytes")
     image = decode_image(request.image, "image")
@@ -51,7 +54,7 @@ def predict_one(gen: SceneGraphGenerator, request) -> scenegraph_pb2.PredictResp
     pixels, scaled = resize(image, boxes, gen.cfg.image_size)
     scale = np.array([gen.cfg.image_size / width, gen.cfg.image_size / height] * 2, np.float32)
     sample = Sample(pixels, scaled, labels, np.zeros((0, 3), np.int64))
-    graph = gen.predict([sample], mode, request.top_k or 20)[0]
+    graph = gen.predict([sample], mode, top_k)[0]
     reply = scenegraph_pb2.PredictResponse(mode=mode)
     for i, (box, label, score) in enumerate(zip(graph.boxes, graph.labels, graph.scores, strict=True)):
         x1, y1, x2, y2 = (box / scale).tolist()
@@ -81,10 +84,9 @@ class ScenegraphServicer(scenegraph_pb2_grpc.ScenegraphServiceServicer):
         return scenegraph_pb2.SubmitPredictResponse(job=await self.rt.submit(context, "predict", request))
 
     def _predict(self, tenant: str, request) -> scenegraph_pb2.PredictResponse:
-        if not request.train_job_id:
-            raise InvalidArgument("train_job_id", "required")
-        data, sha = model_artifact(self.rt.store, self.rt.artifacts, tenant, request.train_job_id)
-        return predict_one(self.cache.get(sha, lambda: SceneGraphGenerator.from_bytes(data)), request)
+        data, sha = job_artifact(self.rt.store, self.rt.artifacts, tenant, "scenegraph", request.train_job_id,
+                                 checkpoint.MODEL_FILE, "train_job_id", kind="train")
+        return predict_one(self.cache.get(sha, lambda: checkpoint.load(data)), request)
 
     @rpc_method
     async def Predict(self, request, context):

@@ -1,21 +1,18 @@
 """The scenegraph service as the platform sees it: DS-Net training, evaluation, prediction.
 
-Import-light (pydantic only): the CLI, the stack and the dispatcher read it. A 0 or an
-empty value in a request means the documented default, as proto3 cannot tell them apart.
+Import-light (pydantic only): the CLI, the stack and the dispatcher read it. A field the request
+leaves unset (the proto declares it `optional`) takes the default here; an explicit 0 or "" is
+validated like any other value.
 """
 from typing import Annotated, Literal
 
 from paperworks.shared.registry import JobKind, ServiceSpec
-from pydantic import BaseModel, BeforeValidator, Field, model_validator
-
-
-def _default(value):
-    return BeforeValidator(lambda v: value if v in (0, 0.0, "0", "", None) else v)
+from pydantic import BaseModel, Field, model_validator
 
 
 class SyntheticScenesParams(BaseModel):
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
-    images: Annotated[int, _default(400), Field(ge=1, le=20_000)] = 400
+    images: int = Field(default=400, ge=1, le=20_000)
     overlap_pair_rate: float = Field(default=0.0, ge=0, le=1)
 
 
@@ -31,10 +28,9 @@ class DatasetParams(BaseModel):
 
 
 class DSNetOptions(BaseModel):
-    streams: Annotated[Literal["dual", "single", "vision"], _default("dual")] = "dual"
-    fusion: Annotated[Literal["bidirectional", "space_to_vision", "vision_to_space", "none"],
-                      _default("bidirectional")] = "bidirectional"
-    gated: Annotated[bool, BeforeValidator(lambda v: True if v is None else v)] = True
+    streams: Literal["dual", "single", "vision"] = "dual"
+    fusion: Literal["bidirectional", "space_to_vision", "vision_to_space", "none"] = "bidirectional"
+    gated: bool = True
 
 
 JobId = Annotated[str, Field(min_length=1, max_length=128)]
@@ -43,14 +39,13 @@ Mode = Literal["predcls", "sgcls", "sgdet"]
 
 class TrainParams(BaseModel):
     dataset: DatasetParams
-    base: Annotated[Literal["motifs", "penet"], _default("motifs")] = "motifs"
-    head: Annotated[Literal["original", "dsnet"], _default("dsnet")] = "dsnet"
-    dsnet: Annotated[DSNetOptions, BeforeValidator(lambda v: DSNetOptions() if v is None else v)] = Field(
-        default_factory=DSNetOptions)
-    image_size: Annotated[int, _default(64), Field(ge=48, le=256)] = 64
-    detector_epochs: Annotated[int, _default(15), Field(ge=1, le=500)] = 15
-    relation_epochs: Annotated[int, _default(15), Field(ge=1, le=500)] = 15
-    max_objects: Annotated[int, _default(8), Field(ge=2, le=32)] = 8
+    base: Literal["motifs", "penet"] = "motifs"
+    head: Literal["original", "dsnet"] = "dsnet"
+    dsnet: DSNetOptions = Field(default_factory=DSNetOptions)
+    image_size: int = Field(default=64, ge=48, le=256)
+    detector_epochs: int = Field(default=15, ge=1, le=500)
+    relation_epochs: int = Field(default=15, ge=1, le=500)
+    max_objects: int = Field(default=8, ge=2, le=32)
     depth_order: bool = False
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
 
@@ -64,8 +59,8 @@ class EvaluateParams(BaseModel):
 class PredictParams(BaseModel):
     train_job_id: JobId
     dataset: DatasetParams
-    top_k: Annotated[int, _default(20), Field(ge=1, le=1000)] = 20
-    max_drawings: Annotated[int, BeforeValidator(lambda v: 20 if v is None else v), Field(ge=0, le=1000)] = 20
+    top_k: int = Field(default=20, ge=1, le=1000)
+    max_drawings: int = Field(default=20, ge=0, le=1000)
 
 
 SPEC = ServiceSpec(
@@ -74,6 +69,7 @@ SPEC = ServiceSpec(
     servicer="paperworks.services.scenegraph.servicer:ScenegraphServicer",
     grpc_module="paperworks.scenegraph.v1.scenegraph_pb2_grpc",
     grpc_service="ScenegraphService",
+    port=50055,
     kinds={
         "train": JobKind(
             name="train", params=TrainParams, handler="paperworks.services.scenegraph.tasks:run_train",

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import re
 
-from paperworks.services.scenegraph.drawing import draw_graph
+from paperworks.services.scenegraph import checkpoint
+from paperworks.services.scenegraph.data import check_vocabulary, load_dataset
 from paperworks.services.scenegraph.dsnet import DSNetConfig
-from paperworks.services.scenegraph.model import RelationConfig
-from paperworks.services.scenegraph.pipeline import SceneGraphGenerator, TrainConfig
-from paperworks.services.scenegraph.sources import MODEL_FILE, check_vocabulary, load_dataset, model_artifact
+from paperworks.services.scenegraph.figures import draw_graph
+from paperworks.services.scenegraph.generator import SceneGraphGenerator, TrainConfig
+from paperworks.services.scenegraph.relation_model import RelationConfig
 from paperworks.services.scenegraph.spec import EvaluateParams, PredictParams, TrainParams
 from paperworks.shared.errors import InvalidArgument
 from paperworks.shared.tasks.context import JobContext
@@ -16,8 +17,8 @@ KS = (20, 50, 100)
 
 
 def _generator(ctx: JobContext, job_id: str) -> SceneGraphGenerator:
-    data, _ = model_artifact(ctx.store, ctx.artifacts, ctx.tenant, job_id)
-    return SceneGraphGenerator.from_bytes(data)
+    data, _ = ctx.job_artifact("scenegraph", job_id, checkpoint.MODEL_FILE, "train_job_id", kind="train")
+    return checkpoint.load(data)
 
 
 def _headline(metrics: dict) -> dict:
@@ -47,7 +48,7 @@ def run_train(params: TrainParams, ctx: JobContext) -> dict:
         ctx.progress(done, total, stage=stage, message=f"epoch {step}/{steps} loss {loss:.4f}")
 
     gen = SceneGraphGenerator.train(samples, vocab, cfg, progress)
-    model = ctx.put_artifact(MODEL_FILE, gen.to_bytes(), "application/octet-stream")
+    model = ctx.put_artifact(checkpoint.MODEL_FILE, checkpoint.save(gen), "application/octet-stream")
     ctx.announce_model(model, f"{params.base} scene-graph generator with the {params.head} predicate head")
     frequencies = {vocab.predicate_name(r): int(n) for r, n in enumerate(gen.train_frequencies) if r}
     ctx.put_json("training.json", {"config": cfg.model_dump(), "losses": history,

@@ -9,9 +9,7 @@ runs only the services named.
 """
 from __future__ import annotations
 
-import hashlib
 import importlib
-import json
 import os
 import sys
 import tempfile
@@ -40,30 +38,13 @@ def follow(client: Client, job_id: str, title: str):
     return client.get(job_id)
 
 
-def demo_ops(client: Client, out: Path) -> None:
-    seed, steps, rounds = 2026, 40, 50_000
-    job = client.submit("ops", "digest", seed=seed, steps=steps, rounds_per_step=rounds)
-    console.print(f"submitted [bold]{job.id}[/] (ops digest: {steps} steps × {rounds} sha256)")
-    done = follow(client, job.id, "ops.digest")
-    if PROTO_TO_STATE[done.state] != "SUCCEEDED":
-        raise SystemExit(f"job ended {PROTO_TO_STATE[done.state]}: {done.error.message}")
-    state = hashlib.sha256(seed.to_bytes(8, "little")).digest()
-    for _ in range(steps * rounds):
-        state = hashlib.sha256(state).digest()
-    paths = client.pull_artifacts(job.id, out)
-    checkpoints = json.loads(paths[0].read_text())["checkpoints"]
-    console.print(f"result digest {done.result['digest']}")
-    console.print(f"recomputed    {state.hex()}  "
-                  + ("[green]match[/]" if state.hex() == done.result["digest"] else "[red]MISMATCH[/]"))
-    console.print(f"artifact {paths[0].name}: {len(checkpoints)} checkpoints (sha256-verified pull)")
-
-
 def demo_runner(name: str):
-    if name == "ops":
-        return demo_ops
+    module = f"paperworks.services.{name}.demo"
     try:
-        return importlib.import_module(f"paperworks.services.{name}.demo").run
-    except ModuleNotFoundError:
+        return importlib.import_module(module).run
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
         return None
 
 
@@ -71,7 +52,7 @@ def main(names: list[str]) -> None:
     unknown = sorted(set(names) - set(services()))
     if unknown:
         raise SystemExit(f"unknown service(s): {', '.join(unknown)} (known: {', '.join(services())})")
-    names = names or list(services())
+    names = sorted(names or services(), key=lambda n: n != "ops")  # ops first: the smoke check
     runners = {n: demo_runner(n) for n in names}
     runners = {n: r for n, r in runners.items() if r is not None}
     with tempfile.TemporaryDirectory(prefix="paperworks-demo-") as tmp:

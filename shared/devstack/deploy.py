@@ -4,6 +4,9 @@ docker-compose.yml and infra/k8s/*.yaml are written by this module (`make
 deploy-files`) and committed; a test regenerates them and fails on any
 difference, so every registered service always has its server, dispatcher and
 worker containers, and every setting the code reads is set.
+
+Each server is published on the host port its spec names (`ServiceSpec.port`, e.g.
+ops 50052:50051), fixed per service so that adding a service moves no other's port.
 """
 from __future__ import annotations
 
@@ -33,6 +36,23 @@ COMMON_ENV = {
     "PAPERWORKS_METRICS_PORT": str(METRICS_PORT),
     "PAPERWORKS_LOG_LEVEL": "INFO",
 }
+
+
+def host_ports() -> dict[str, int]:
+    """Each service's Compose host port, from its spec; refuses a missing or shared one."""
+    ports, owner = {}, {}
+    for name, spec in services().items():
+        if spec.port is None:
+            raise ValueError(
+                f"service {name!r} has no host port: set `port=` in services/{name}/spec.py to the next "
+                "free port (services/README.md step 10)")
+        if spec.port in owner:
+            raise ValueError(
+                f"services {owner[spec.port]!r} and {name!r} both use host port {spec.port}: give "
+                f"{name!r} the next free port in services/{name}/spec.py (services/README.md step 10)")
+        owner[spec.port] = name
+        ports[name] = spec.port
+    return ports
 
 
 def _probe(port: int = GRPC_PORT) -> dict:
@@ -100,12 +120,12 @@ def compose() -> dict:
         "volumes": {"pgdata": {}, "kafka-data": {}, "redis-data": {}, "artifacts": {}},
     }
     svc = out["services"]
-    for i, name in enumerate(services()):
+    for name, port in host_ports().items():
         common = {"environment": env, "volumes": ["artifacts:/var/lib/paperworks/artifacts"],
                   "restart": "unless-stopped"}
         svc[f"{name}-server"] = {
             "image": IMAGE_CPU, "command": ["paperworks", "serve", name],
-            "ports": [f"{GRPC_PORT + i}:{GRPC_PORT}"], "healthcheck": _probe(),
+            "ports": [f"{port}:{GRPC_PORT}"], "healthcheck": _probe(),
             "depends_on": after_migrate, **common,
         }
         svc[f"{name}-dispatcher"] = {
@@ -127,7 +147,7 @@ def compose() -> dict:
     return out
 
 
-def k8s(name: str, index: int) -> list[dict]:
+def k8s(name: str) -> list[dict]:
     """Server Deployment + Service + HPA, dispatcher Deployment, worker Deployment + HPA."""
     labels = lambda role: {"app.kubernetes.io/name": "paperworks",  # noqa: E731
                            "paperworks/service": name, "paperworks/role": role}
@@ -226,8 +246,8 @@ def dump(docs: list[dict] | dict) -> str:
 def files() -> dict[Path, str]:
     out = {ROOT / "docker-compose.yml": dump(compose()),
            ROOT / "infra/k8s/config.yaml": dump(k8s_config())}
-    for i, name in enumerate(services()):
-        out[ROOT / f"infra/k8s/{name}.yaml"] = dump(k8s(name, i))
+    for name in services():
+        out[ROOT / f"infra/k8s/{name}.yaml"] = dump(k8s(name))
     return out
 
 
@@ -238,5 +258,8 @@ def write() -> None:
 
 
 if __name__ == "__main__":
-    write()
+    try:
+        write()
+    except ValueError as exc:  # a service without its own host port: say which and what to do
+        sys.exit(f"error: {exc}")
     sys.exit(0)

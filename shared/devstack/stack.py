@@ -20,8 +20,11 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 
+from paperworks.shared import registry
 from paperworks.shared.config import Settings
 from paperworks.shared.devstack.processes import ready_file
+
+COMPOSE_FIRST_PORT = 50051  # the lowest ServiceSpec.port
 
 START_TIMEOUT_S = 90.0
 
@@ -146,8 +149,11 @@ class EmbeddedStack:
                 "redis", [redis_binary(), "--port", str(port), "--bind", "127.0.0.1",
                           "--save", "", "--appendonly", "no", "--dir", str(redis_dir)], port)
             env["PAPERWORKS_CELERY_BROKER_URL"] = f"redis://127.0.0.1:{port}/0"
+        specs = registry.services()
         for i, name in enumerate(self.services):
-            port = self._port(i)
+            # with --base-port, a service keeps its place whatever else runs: its Compose port's offset
+            offset = specs[name].port - COMPOSE_FIRST_PORT if specs[name].port else i
+            port = self._port(offset)
             state.components[f"{name}.server"] = Component(
                 f"{name}.server", run + ["serve", name], port, ready_check="file")
             state.components[f"{name}.dispatcher"] = Component(
@@ -156,7 +162,7 @@ class EmbeddedStack:
                 f"{name}.worker", run + ["work", name], ready_check="file")
             state.services[name] = {"host": "127.0.0.1", "port": port,
                                     "metrics_port": free_port() if self.base_port is None
-                                    else self._port(200 + i)}
+                                    else self._port(200 + offset)}
         return state
 
     def _component_env(self, comp: Component) -> dict[str, str]:

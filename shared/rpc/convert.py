@@ -5,16 +5,9 @@ from datetime import UTC, datetime
 
 from google.protobuf import json_format, struct_pb2, timestamp_pb2
 from paperworks.shared.db.models import Job, JobArtifact, JobEvent
+from paperworks.shared.sdk.states import PROTO_TO_STATE, STATE_TO_PROTO  # noqa: F401 - re-exported
 from paperworks.v1 import common_pb2, jobs_pb2
 
-STATE_TO_PROTO = {
-    "QUEUED": jobs_pb2.JOB_STATE_QUEUED,
-    "RUNNING": jobs_pb2.JOB_STATE_RUNNING,
-    "SUCCEEDED": jobs_pb2.JOB_STATE_SUCCEEDED,
-    "FAILED": jobs_pb2.JOB_STATE_FAILED,
-    "CANCELLED": jobs_pb2.JOB_STATE_CANCELLED,
-}
-PROTO_TO_STATE = {v: k for k, v in STATE_TO_PROTO.items()}
 EVENT_TYPES = {
     "STATE_CHANGED": jobs_pb2.JOB_EVENT_TYPE_STATE_CHANGED,
     "PROGRESS": jobs_pb2.JOB_EVENT_TYPE_PROGRESS,

@@ -17,6 +17,7 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 from paperworks.shared.errors import InvalidArgument, PaperworksError, QuotaExceeded, Unavailable
+from paperworks.shared.sdk.errors import field_violations  # noqa: F401 - client side, re-exported
 from sqlalchemy import exc as sa_exc
 
 log = logging.getLogger(__name__)
@@ -87,15 +88,3 @@ def rpc_method(func):
             await abort_with(context, as_platform_error(exc))
 
     return unary
-
-
-def field_violations(error: grpc.RpcError) -> list[tuple[str, str]]:
-    """Client side: the (field, description) pairs of a rejected call."""
-    status = rpc_status.from_call(error) if hasattr(error, "trailing_metadata") else None
-    found = []
-    for detail in status.details if status else ():
-        if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
-            bad = error_details_pb2.BadRequest()
-            detail.Unpack(bad)
-            found += [(v.field, v.description) for v in bad.field_violations]
-    return found

@@ -1,5 +1,8 @@
 """The `paperworks` command: the stack (up/status/down), jobs (submit/watch/get/list/
 cancel/artifacts), and the processes containers run (serve/dispatch/work/migrate).
+
+The job verbs need only the light install (`pip install paperworks`); the stack and process
+verbs need the server extra (`pip install 'paperworks[server]'`) and say so when it is missing.
 """
 from __future__ import annotations
 
@@ -10,11 +13,11 @@ from pathlib import Path
 import grpc
 import typer
 from google.protobuf import json_format
-from paperworks.shared.config import get_settings
 from paperworks.shared.errors import PaperworksError
-from paperworks.shared.rpc.convert import PROTO_TO_STATE
+from paperworks.shared.sdk.states import PROTO_TO_STATE, state_name
 from paperworks.v1 import jobs_pb2
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -26,8 +29,26 @@ err = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 1):
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def _require_server() -> None:
+    """The stack and process verbs run the platform itself: they need the server extra."""
+    try:
+        import paperworks.shared.config  # noqa: F401
+        import paperworks.shared.devstack.stack  # noqa: F401
+    except ImportError as exc:
+        _fail(f"this command runs the platform itself and needs the server extra "
+              f"(pip install 'paperworks[server]'): {exc}")
+
+
+def get_settings():
+    """The server's settings, for the stack and process verbs (server extra only)."""
+    _require_server()
+    from paperworks.shared.config import get_settings as server_settings
+
+    return server_settings()
 
 
 def _client():
@@ -38,7 +59,7 @@ def _client():
 
 def _run(fn):
     """Turns platform and gRPC errors into one readable line and a non-zero exit."""
-    from paperworks.shared.rpc.status import field_violations
+    from paperworks.shared.sdk.errors import field_violations
 
     try:
         return fn()
@@ -63,7 +84,7 @@ def _parse_sets(sets: list[str]) -> dict:
 
 
 def _state(job: jobs_pb2.Job) -> str:
-    return PROTO_TO_STATE.get(job.state, "UNSPECIFIED")
+    return state_name(job.state)
 
 
 def _job_json(job: jobs_pb2.Job) -> str:
@@ -165,6 +186,7 @@ def up(
     base_port: int | None = typer.Option(None, help="Fixed ports from here (default: free)."),
 ):
     """Start every service, its dispatcher and worker pool, Kafka and Redis, locally."""
+    _require_server()
     from paperworks.shared.devstack.stack import EmbeddedStack, StackError
     from paperworks.shared.registry import services
 
@@ -186,6 +208,7 @@ def up(
 @app.command()
 def status():
     """Each process of the embedded stack: alive, ready, gRPC health."""
+    _require_server()
     from paperworks.shared.devstack.stack import StackError, attach, is_ready, pid_alive
 
     try:
@@ -209,10 +232,11 @@ def status():
 def _health(port: int, host: str = "127.0.0.1") -> str:
     """The server's grpc.health.v1 status, over TLS when the client settings configure it."""
     from grpc_health.v1 import health_pb2, health_pb2_grpc
-    from paperworks.shared.rpc.tls import channel, channel_credentials
+    from paperworks.shared.sdk.channels import channel, channel_credentials
+    from paperworks.shared.sdk.config import ClientConfig
 
     try:
-        with channel(f"{host}:{port}", channel_credentials(get_settings())) as ch:
+        with channel(f"{host}:{port}", channel_credentials(ClientConfig.from_env())) as ch:
             reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=2)
         return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
     except grpc.RpcError as exc:
@@ -222,6 +246,7 @@ def _health(port: int, host: str = "127.0.0.1") -> str:
 @app.command()
 def probe(address: str = typer.Argument("127.0.0.1:50051", help="host:port of a server.")):
     """Exit 0 when the server at ADDRESS reports SERVING (container health checks)."""
+    _require_server()
     host, _, port = address.rpartition(":")
     status_name = _health(int(port), host or "127.0.0.1")
     console.print(status_name)
@@ -232,6 +257,7 @@ def probe(address: str = typer.Argument("127.0.0.1:50051", help="host:port of a 
 @app.command()
 def down():
     """Stop the embedded stack."""
+    _require_server()
     from paperworks.shared.devstack.stack import StackError, attach
 
     try:
@@ -248,6 +274,7 @@ def down():
 @app.command()
 def serve(service: str):
     """Run a service's gRPC server (with its outbox relay)."""
+    _require_server()
     from paperworks.shared.devstack import processes
 
     processes.serve(get_settings(), service)
@@ -256,6 +283,7 @@ def serve(service: str):
 @app.command()
 def dispatch(service: str):
     """Run a service's dispatcher: Kafka intake → Celery."""
+    _require_server()
     from paperworks.shared.devstack import processes
 
     processes.dispatch(get_settings(), service)
@@ -264,6 +292,7 @@ def dispatch(service: str):
 @app.command()
 def work(service: str):
     """Run a service's Celery worker pool."""
+    _require_server()
     from paperworks.shared.devstack import processes
 
     processes.work(get_settings(), service)
@@ -272,6 +301,7 @@ def work(service: str):
 @app.command()
 def migrate():
     """Apply the database migrations, then create the Kafka topics."""
+    _require_server()
     from paperworks.shared.bus.kafka import ensure_topics
     from paperworks.shared.db.migrate import upgrade
     from paperworks.shared.registry import services

@@ -3,24 +3,20 @@
 Job ids start with their service's name (`ops-…`), so every verb but `submit`
 finds the right service from the id alone. Endpoints and the token come from
 PAPERWORKS_ENDPOINTS / PAPERWORKS_TOKEN, or from the embedded stack's file;
-channels use TLS when PAPERWORKS_TLS_CA_FILE is set (see `paperworks.shared.rpc.tls`).
+channels use TLS when PAPERWORKS_TLS_CA_FILE is set (`paperworks.shared.sdk.config`).
+Light: the generated stubs, grpcio and protobuf only, so a product team can add it to its app.
 """
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import grpc
-from google.protobuf import json_format, message_factory
-from paperworks.shared.config import Settings, get_settings
-from paperworks.shared.db.models import TERMINAL_STATES
 from paperworks.shared.errors import InvalidArgument, NotFound
-from paperworks.shared.registry import load, service
-from paperworks.shared.rpc import tls
-from paperworks.shared.rpc.convert import PROTO_TO_STATE, STATE_TO_PROTO
-from paperworks.shared.rpc.tls import channel_credentials
+from paperworks.shared.sdk import channels, discovery
+from paperworks.shared.sdk.config import ClientConfig, resolve_endpoints
+from paperworks.shared.sdk.states import state_numbers
 from paperworks.v1 import jobs_pb2, jobs_pb2_grpc
 
 
@@ -31,52 +27,16 @@ def service_of(job_id: str) -> str:
     return name
 
 
-def resolve_endpoints(settings: Settings) -> tuple[dict[str, str], str]:
-    """(service → host:port, token) from the environment, else the stack file."""
-    endpoints: dict[str, str] = {}
-    token = settings.token
-    if settings.endpoints:
-        for entry in settings.endpoints.split(","):
-            name, _, addr = entry.strip().partition("=")
-            endpoints[name] = addr
-    elif settings.stack_file.exists():
-        stack = json.loads(settings.stack_file.read_text())
-        endpoints = {name: f"{s['host']}:{s['port']}" for name, s in stack["services"].items()}
-        token = token or stack.get("token", "")
-    return endpoints, token
-
-
-def submit_request(service_name: str, kind_name: str, params: dict):
-    """The typed Submit<Kind> request for plain parameters; unknown fields are named."""
-    spec = service(service_name)
-    kind = spec.kind(kind_name)
-    pb2 = __import__(spec.grpc_module.removesuffix("_grpc"), fromlist=["_"])
-    method = pb2.DESCRIPTOR.services_by_name[spec.grpc_service].methods_by_name[kind.submit_rpc]
-    request = message_factory.GetMessageClass(method.input_type)()
-    try:
-        json_format.ParseDict(params, request)
-    except json_format.ParseError as exc:
-        raise InvalidArgument("params", str(exc)) from None
-    return request
-
-
-def states_filter(states) -> list[int]:
-    return [STATE_TO_PROTO[s.upper()] if isinstance(s, str) else s for s in states]
-
-
-def is_terminal(job: jobs_pb2.Job) -> bool:
-    return PROTO_TO_STATE.get(job.state) in TERMINAL_STATES
-
-
 class _Base:
     def __init__(self, endpoints: dict[str, str] | None = None, token: str | None = None,
-                 settings: Settings | None = None):
-        settings = settings or get_settings()
+                 settings=None):
+        """`settings`: a ClientConfig (default: from the environment) or the server's Settings."""
+        settings = settings or ClientConfig.from_env()
         found, found_token = resolve_endpoints(settings)
         self.endpoints = endpoints if endpoints is not None else found
         self.token = token if token is not None else found_token
         self.max_message_bytes = settings.max_message_bytes
-        self.credentials = channel_credentials(settings)  # None: plaintext
+        self.credentials = channels.channel_credentials(settings)  # None: plaintext
         self._channels: dict[str, object] = {}
 
     @property
@@ -96,8 +56,12 @@ class _Base:
                 ("grpc.max_send_message_length", self.max_message_bytes)]
 
     def _service_stub(self, service_name: str, channel):
-        spec = service(service_name)
-        return load(f"{spec.grpc_module}:{spec.grpc_service}Stub")(channel)
+        return discovery.stub(service_name, channel)
+
+    def _submit_rpc(self, service_name: str, kind: str, params: dict):
+        request = discovery.submit_request(service_name, kind, params)
+        rpc = getattr(self.stub(service_name), discovery.submit_method(service_name, kind).name)
+        return rpc, request
 
 
 class Client(_Base):
@@ -105,7 +69,7 @@ class Client(_Base):
 
     def channel(self, service_name: str) -> grpc.Channel:
         if service_name not in self._channels:
-            self._channels[service_name] = tls.channel(
+            self._channels[service_name] = channels.channel(
                 self._address(service_name), self.credentials, self._options()
             )
         return self._channels[service_name]
@@ -118,8 +82,7 @@ class Client(_Base):
         return self._service_stub(service_name, self.channel(service_name))
 
     def submit(self, service_name: str, kind: str, timeout: float = 30, **params) -> jobs_pb2.Job:
-        request = submit_request(service_name, kind, params)
-        rpc = getattr(self.stub(service_name), service(service_name).kind(kind).submit_rpc)
+        rpc, request = self._submit_rpc(service_name, kind, params)
         return rpc(request, metadata=self.metadata, timeout=timeout).job
 
     def get(self, job_id: str, timeout: float = 30) -> jobs_pb2.Job:
@@ -131,7 +94,7 @@ class Client(_Base):
              page_token: str = "") -> tuple[list[jobs_pb2.Job], str]:
         reply = self.jobs(service_name).ListJobs(
             jobs_pb2.ListJobsRequest(page_size=page_size, page_token=page_token, kind=kind,
-                                     states=states_filter(states)),
+                                     states=state_numbers(states)),
             metadata=self.metadata, timeout=30,
         )
         return list(reply.jobs), reply.next_page_token
@@ -183,7 +146,7 @@ class AsyncClient(_Base):
 
     def channel(self, service_name: str) -> grpc.aio.Channel:
         if service_name not in self._channels:
-            self._channels[service_name] = tls.aio_channel(
+            self._channels[service_name] = channels.aio_channel(
                 self._address(service_name), self.credentials, self._options()
             )
         return self._channels[service_name]
@@ -196,8 +159,7 @@ class AsyncClient(_Base):
 
     async def submit(self, service_name: str, kind: str, timeout: float = 30,
                      **params) -> jobs_pb2.Job:
-        request = submit_request(service_name, kind, params)
-        rpc = getattr(self.stub(service_name), service(service_name).kind(kind).submit_rpc)
+        rpc, request = self._submit_rpc(service_name, kind, params)
         return (await rpc(request, metadata=self.metadata, timeout=timeout)).job
 
     async def get(self, job_id: str, timeout: float = 30) -> jobs_pb2.Job:
@@ -210,7 +172,7 @@ class AsyncClient(_Base):
                    page_token: str = "") -> tuple[list[jobs_pb2.Job], str]:
         reply = await self.jobs(service_name).ListJobs(
             jobs_pb2.ListJobsRequest(page_size=page_size, page_token=page_token, kind=kind,
-                                     states=states_filter(states)),
+                                     states=state_numbers(states)),
             metadata=self.metadata, timeout=30,
         )
         return list(reply.jobs), reply.next_page_token

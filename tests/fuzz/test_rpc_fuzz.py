@@ -7,7 +7,8 @@ returned descriptors, and sends hypothesis-generated requests (every field type,
 extremes, NaN, unknown enum values, nested messages, maps) and byte-mutated
 copies of them. Every answer must be OK or a precise status with a message:
 never INTERNAL or UNKNOWN (a crash), never a dead server; and a rejected request
-writes nothing to the database.
+writes nothing to the database. A new service's RPCs are covered with no edit here; what
+they need is step 7 of services/README.md, which every failure message names.
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ PRECISE = {
     grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNIMPLEMENTED,
 }
 TABLES = (Job, JobEvent, OutboxMessage, Artifact, JobArtifact)
+STEP = "services/README.md step 7"
 
 INT_RANGES = {
     F.TYPE_INT32: (-2**31, 2**31 - 1), F.TYPE_SINT32: (-2**31, 2**31 - 1),
@@ -191,12 +193,16 @@ def test_every_rpc_answers_fuzzed_requests_precisely(db_folder, name):
 def fuzz(endpoint: str, db) -> None:
     methods = discover(endpoint)
     assert any(path.startswith("/paperworks.v1.JobService/") for path, _ in methods)
-    assert any(not path.startswith("/paperworks.v1.") for path, _ in methods)
+    assert any(not path.startswith("/paperworks.v1.") for path, _ in methods), (
+        "the server answers none of its own RPCs: check the spec's servicer, grpc_module and "
+        "grpc_service (services/README.md steps 2 and 7)")
     channel = grpc.insecure_channel(endpoint)
     seen: dict[str, set] = {}
     for path, method in methods:
         code, details = call(channel, path, method, b"\xff")  # a truncated tag: never parses
-        assert code == grpc.StatusCode.INVALID_ARGUMENT and method.input_type.full_name in details
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and method.input_type.full_name in details, (
+            f"{path} answered undecodable bytes with {code.name} ({details}), not INVALID_ARGUMENT "
+            f"naming {method.input_type.full_name} ({STEP})")
         fuzz_method(channel, db, path, method, seen)
     reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
     assert reply.status == health_pb2.HealthCheckResponse.SERVING
@@ -214,9 +220,12 @@ def fuzz_method(channel, db, path: str, method, seen: dict[str, set]) -> None:
             before = row_counts(db)
             code, details = call(channel, path, method, sent)
             seen.setdefault(path, set()).add(code.name)
-            assert code in PRECISE, f"{path} answered {code.name}: {details} to {sent!r}"
-            assert code == grpc.StatusCode.OK or details, f"{path}: {code.name} without why"
+            assert code in PRECISE, (
+                f"{path} answered {code.name}: {details} to {sent!r}: validate every field and raise "
+                f"the platform's errors under @rpc_method, answering within {CALL_TIMEOUT_S:.0f} s ({STEP})")
+            assert code == grpc.StatusCode.OK or details, f"{path}: {code.name} without why ({STEP})"
             if code != grpc.StatusCode.OK:
-                assert row_counts(db) == before, f"{path} wrote rows for a rejected request"
+                assert row_counts(db) == before, (
+                    f"{path} wrote rows for a rejected request: validate before writing ({STEP})")
 
     check()

@@ -125,17 +125,6 @@ def test_tenants_are_isolated(stack, client):
         assert exc.value.code() == grpc.StatusCode.NOT_FOUND
 
 
-def test_inline_rpc_checks_input_and_answers(client):
-    stub = client.stub("ops")
-    reply = stub.ComputeDigest(ops_pb2.ComputeDigestRequest(seed=4, steps=3, rounds_per_step=5),
-                               metadata=client.metadata, timeout=10)
-    assert list(reply.checkpoints) == chain(4, 3, 5)
-    with pytest.raises(grpc.RpcError) as exc:
-        stub.ComputeDigest(ops_pb2.ComputeDigestRequest(seed=4, steps=101, rounds_per_step=5),
-                           metadata=client.metadata, timeout=10)
-    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-
-
 def test_async_client_has_the_same_verbs(stack):
     async def main():
         async with AsyncClient(endpoints=stack.endpoints, token=TOKENS["alice"]) as c:

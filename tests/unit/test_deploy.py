@@ -1,5 +1,8 @@
 """The deployment files are what the registry generates, and they are valid, checked
-statically (no Docker engine runs here)."""
+statically (no Docker engine runs here).
+
+A new service fails here until it has its own host port and its files are generated: the
+messages name the step of services/README.md that fixes it."""
 from __future__ import annotations
 
 import os
@@ -12,25 +15,61 @@ from pathlib import Path
 import pytest
 import yaml
 from paperworks.shared.config import Settings
-from paperworks.shared.devstack.deploy import COMMON_ENV, ROOT, files
+from paperworks.shared.devstack.deploy import COMMON_ENV, GRPC_PORT, ROOT, files, host_ports
 from paperworks.shared.registry import services
+
+STEP_PORT = "services/README.md step 10"
+REGENERATE = f"run `make deploy-files` ({STEP_PORT})"
+ROLES = ("server", "dispatcher", "worker", "worker-cpu")
+# Host ports already given out: a port never moves once a service has it (users' scripts and
+# firewalls point at them). A new service takes the next free one.
+GIVEN = {"bias": 50051, "ops": 50052, "quantizer": 50053, "router": 50054, "scenegraph": 50055,
+         "segmenter": 50056, "urban": 50057}
+
+
+def compose_services() -> dict:
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+
+
+def generated(compose: dict, name: str) -> list[dict]:
+    """The service's k8s documents, once its containers are known to be generated."""
+    missing = [f"{name}-{role}" for role in ROLES if f"{name}-{role}" not in compose]
+    assert not missing, f"docker-compose.yml has no {', '.join(missing)}: {REGENERATE}"
+    path = ROOT / f"infra/k8s/{name}.yaml"
+    assert path.exists(), f"{path.relative_to(ROOT)} is missing: {REGENERATE}"
+    return list(yaml.safe_load_all(path.read_text()))
+
+
+def test_every_service_has_its_own_stable_host_port():
+    for name, spec in services().items():
+        assert spec.port is not None, (
+            f"services/{name}/spec.py sets no `port=`: give it the next free host port ({STEP_PORT})")
+    owners: dict[int, list[str]] = {}
+    for name, spec in services().items():
+        owners.setdefault(spec.port, []).append(name)
+    shared = {port: names for port, names in owners.items() if len(names) > 1}
+    assert not shared, f"host ports used twice {shared}: give each the next free port ({STEP_PORT})"
+    for name, port in GIVEN.items():
+        if name in services():
+            assert services()[name].port == port, (
+                f"{name} moved from host port {port} to {services()[name].port}: ports never move")
+    assert host_ports() == {name: spec.port for name, spec in services().items()}
 
 
 def test_committed_deployment_files_are_generated():
     for path, text in files().items():
-        assert path.exists() and path.read_text() == text, (
-            f"{path.relative_to(ROOT)} is stale: run `make deploy-files`"
-        )
+        rel = path.relative_to(ROOT)
+        assert path.exists(), f"{rel} is missing: {REGENERATE}"
+        assert path.read_text() == text, f"{rel} is stale: {REGENERATE}"
 
 
 def test_every_service_has_server_dispatcher_and_workers():
-    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
-    for name in services():
-        for role in ("server", "dispatcher", "worker", "worker-cpu"):
-            assert f"{name}-{role}" in compose
+    compose = compose_services()
+    for name, port in host_ports().items():
+        kinds = [d["kind"] for d in generated(compose, name)]
+        assert compose[f"{name}-server"]["ports"] == [f"{port}:{GRPC_PORT}"], REGENERATE
         assert compose[f"{name}-worker"]["deploy"]["resources"]["reservations"]["devices"]
         assert "deploy" not in compose[f"{name}-worker-cpu"]
-        kinds = [d["kind"] for d in yaml.safe_load_all((ROOT / f"infra/k8s/{name}.yaml").read_text())]
         assert kinds.count("Deployment") == 3 and kinds.count("HorizontalPodAutoscaler") == 2
 
 
@@ -83,15 +122,14 @@ def test_dockerfile_is_multistage_pinned_nonroot_and_its_sources_exist():
 
 
 def test_servers_are_health_checked_and_everything_waits_for_migrations():
-    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    compose = compose_services()
     for name in services():
+        docs = {(d["kind"], d["metadata"]["name"]): d for d in generated(compose, name)}
         assert compose[f"{name}-server"]["healthcheck"]["test"][1:3] == ["paperworks", "probe"]
-        for role in ("server", "dispatcher", "worker", "worker-cpu"):
+        for role in ROLES:
             container = compose[f"{name}-{role}"]
             assert container["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
             assert "artifacts:/var/lib/paperworks/artifacts" in container["volumes"]
-        docs = {(d["kind"], d["metadata"]["name"]): d
-                for d in yaml.safe_load_all((ROOT / f"infra/k8s/{name}.yaml").read_text())}
         [server] = docs[("Deployment", f"{name}-server")]["spec"]["template"]["spec"]["containers"]
         assert server["readinessProbe"]["grpc"] and server["livenessProbe"]["grpc"]
         assert docs[("HorizontalPodAutoscaler", f"{name}-worker")]["spec"]["scaleTargetRef"]["name"] \

@@ -15,8 +15,11 @@ def test_every_setting_is_documented():
 
 def test_every_service_is_in_the_table_and_has_a_readme():
     for name in services():
-        assert f"\n| {name} |" in README
-        assert (ROOT / "services" / name / "README.md").exists()
+        assert f"\n| {name} |" in README, (
+            f"add a row `| {name} | <methods (papers)> | <jobs> | <sync RPCs> | <status> |` to the "
+            "services table in README.md (services/README.md step 9)")
+        assert (ROOT / "services" / name / "README.md").exists(), (
+            f"services/{name}/README.md is missing: write the service's manual (services/README.md step 9)")
 
 
 def test_the_two_commands_are_there():

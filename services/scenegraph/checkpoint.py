@@ -1,0 +1,48 @@
+"""The saved format of a trained scene-graph generator: one safetensors file.
+
+Tensors: the frequency counts (`counts`), the training predicate frequencies
+(`train_frequencies`), and every trained part's state dict under its prefix
+(`detector.`, `classifier.`, `relation.`, and `depth.` where the depth-order
+estimator was fitted). The header's `__metadata__` holds the vocabulary and the
+training configuration as JSON, so `load` rebuilds the same modules before it
+fills them. A train job stores it as `MODEL_FILE` (announced with MODEL_READY).
+"""
+from __future__ import annotations
+
+import json
+
+import torch
+from paperworks.services.scenegraph.generator import SceneGraphGenerator, TrainConfig
+from paperworks.services.scenegraph.sgg.vocab import Vocabulary
+from safetensors.torch import load as load_tensors
+from safetensors.torch import save as save_tensors
+
+MODEL_FILE = "model.safetensors"
+
+
+def save(gen: SceneGraphGenerator) -> bytes:
+    tensors = {"counts": gen.counts, "train_frequencies": torch.from_numpy(gen.train_frequencies)}
+    for prefix, module in gen.modules():
+        for k, v in module.state_dict().items():
+            tensors[f"{prefix}.{k}"] = v.detach().clone().contiguous()
+    header = {"vocab": gen.vocab.model_dump_json(), "config": gen.cfg.model_dump_json()}
+    return save_tensors(tensors, metadata=header)
+
+
+def load(data: bytes) -> SceneGraphGenerator:
+    tensors = load_tensors(data)
+    header = _metadata(data)
+    vocab = Vocabulary.model_validate_json(header["vocab"])
+    cfg = TrainConfig.model_validate_json(header["config"])
+    gen = SceneGraphGenerator(vocab, cfg, tensors["counts"], tensors["train_frequencies"].numpy())
+    for prefix, module in gen.modules():
+        module.load_state_dict({k[len(prefix) + 1:]: v for k, v in tensors.items()
+                                if k.startswith(prefix + ".")})
+        module.eval()
+    return gen
+
+
+def _metadata(data: bytes) -> dict[str, str]:
+    """The safetensors header's `__metadata__` (8-byte little-endian length, then JSON)."""
+    length = int.from_bytes(data[:8], "little")
+    return json.loads(data[8:8 + length])["__metadata__"]

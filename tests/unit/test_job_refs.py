@@ -1,0 +1,81 @@
+"""A tenant's earlier job named in a request (paperworks.shared.job_refs and JobContext): found
+only for its own tenant and service, of the named kind and state, its artifact read; every refusal
+names the request field. And JobContext.submit: a follow-up job validated and quota-checked like a
+Submit RPC, the same job again for the same key."""
+from __future__ import annotations
+
+import pytest
+from paperworks.shared.artifacts import ArtifactStore
+from paperworks.shared.errors import FailedPrecondition, InvalidArgument, NotFound, QuotaExceeded
+from paperworks.shared.job_refs import finished_job, job_artifact
+from paperworks.shared.tasks.context import JobContext
+
+FIELD = "model_job_id"
+
+
+def digest_job(store, artifacts, *, finish=True, tenant="t1", payload=b"weights"):
+    job, _ = store.submit(tenant, "ops", "digest", {"seed": 1, "steps": 1, "rounds_per_step": 1})
+    run = store.acquire(job.id, lease_s=30, max_attempts=5)
+    sha = artifacts.put(payload)
+    store.attach_artifact(job.id, run.token, "model.bin", sha, "application/octet-stream", len(payload))
+    if finish:
+        store.finish(job.id, run.token, "SUCCEEDED", result={})
+    return job, run
+
+
+def refused(exc_type, fn, *args, **kwargs) -> str:
+    with pytest.raises(exc_type) as exc:
+        fn(*args, **kwargs)
+    assert exc.value.field == FIELD
+    return exc.value.message
+
+
+def test_a_finished_job_and_its_artifact_for_its_own_tenant_only(store, tmp_path):
+    artifacts = ArtifactStore(tmp_path / "a")
+    job, _ = digest_job(store, artifacts)
+    assert finished_job(store, "t1", "ops", job.id, FIELD, kind="digest").id == job.id
+    data, sha = job_artifact(store, artifacts, "t1", "ops", job.id, "model.bin", FIELD, kind="digest")
+    assert data == b"weights" and artifacts.path(sha).read_bytes() == data
+    assert "no ops job" in refused(NotFound, finished_job, store, "t2", "ops", job.id, FIELD)
+    assert "no router job" in refused(NotFound, finished_job, store, "t1", "router", job.id, FIELD)
+    assert "not train" in refused(InvalidArgument, finished_job, store, "t1", "ops", job.id, FIELD,
+                                  kind="train")
+    refused(InvalidArgument, finished_job, store, "t1", "ops", "", FIELD)
+    assert "no artifact other.bin" in refused(FailedPrecondition, job_artifact, store, artifacts, "t1", "ops",
+                                              job.id, "other.bin", FIELD)
+
+
+def test_an_unfinished_job_is_refused_unless_its_state_is_accepted(store, tmp_path):
+    artifacts = ArtifactStore(tmp_path / "a")
+    job, _ = digest_job(store, artifacts, finish=False)
+    message = refused(FailedPrecondition, finished_job, store, "t1", "ops", job.id, FIELD)
+    assert "RUNNING, not SUCCEEDED" in message
+    assert finished_job(store, "t1", "ops", job.id, FIELD, states=("SUCCEEDED", "RUNNING")).id == job.id
+
+
+def test_job_context_reads_its_tenants_jobs_and_submits_follow_ups(store, tmp_path, monkeypatch):
+    artifacts = ArtifactStore(tmp_path / "a")
+    earlier, _ = digest_job(store, artifacts)
+    current, run = digest_job(store, artifacts, finish=False)
+    ctx = JobContext(current.id, run.token, run.attempt, store, artifacts)
+    assert ctx.job_artifact("ops", earlier.id, "model.bin", FIELD)[0] == b"weights"
+    other, _ = digest_job(store, artifacts, tenant="t2")
+    refused(NotFound, ctx.finished_job, "ops", other.id, FIELD)
+
+    params = {"seed": 2, "steps": 3, "rounds_per_step": 4}
+    follow = ctx.submit("ops", "digest", params, f"chain:{ctx.job_id}")
+    assert (follow.tenant, follow.kind, follow.state) == ("t1", "digest", "QUEUED")
+    assert ctx.submit("ops", "digest", params, f"chain:{ctx.job_id}").id == follow.id  # redelivered handler
+    with pytest.raises(InvalidArgument) as bad:
+        ctx.submit("ops", "digest", {**params, "steps": 0}, "other-key")
+    assert bad.value.violations[0][0] == "steps"
+
+    from paperworks.shared.config import get_settings
+
+    monkeypatch.setenv("PAPERWORKS_MAX_QUEUED_JOBS_PER_TENANT", "1")
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(QuotaExceeded):
+            ctx.submit("ops", "digest", params, "a-third-key")
+    finally:
+        get_settings.cache_clear()
