@@ -1,9 +1,11 @@
-"""`make bench`: runs every tests/benchmarks/bench_*.py, then regenerates the README tables.
+"""`make bench`: runs every tests/benchmarks/bench_*.py, then regenerates the tables.
 
 Each benchmark writes its figures to results/<name>.json and exposes
-`table(results) -> str` (markdown); the README holds each table between
-`<!-- bench:<name> -->` and `<!-- /bench:<name> -->`. `--tables-only` skips the
-runs and rebuilds the tables from the committed results.
+`table(results) -> str` (markdown). docs/benchmarks.md holds each full table between
+`<!-- bench:<name> -->` and `<!-- /bench:<name> -->`; the README's summary (between
+`<!-- benchmarks -->` and `<!-- /benchmarks -->`) is one row per benchmark: the first row
+of its full table, cells named by their column. `--tables-only` skips the runs and
+rebuilds the tables from the committed results.
 """
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-README = HERE.parent.parent / "README.md"
+ROOT = HERE.parent.parent
+README = ROOT / "README.md"
+DOCS = ROOT / "docs" / "benchmarks.md"
 
 
 def benches() -> list[Path]:
@@ -37,15 +41,42 @@ def replace_section(text: str, name: str, body: str) -> str:
     return text.replace("<!-- /benchmarks -->", f"{block}\n\n<!-- /benchmarks -->")
 
 
-def update_readme() -> None:
-    text = README.read_text()
+def tables() -> dict[str, str]:
+    """name -> the full markdown table, for every benchmark with committed results."""
+    found = {}
     for path in benches():
         name = path.stem.removeprefix("bench_")
         results = HERE / "results" / f"{name}.json"
         module = load(path)
         if results.exists() and hasattr(module, "table"):
-            text = replace_section(text, name, module.table(json.loads(results.read_text())))
-    README.write_text(text)
+            found[name] = module.table(json.loads(results.read_text()))
+    return found
+
+
+def headline(table: str) -> str:
+    """The first row of a markdown table, each cell prefixed by its column's name."""
+    rows = [line for line in table.splitlines() if line.startswith("|")]
+    header = [c.strip() for c in rows[0].strip("|").split("|")]
+    first = [c.strip() for c in rows[2].strip("|").split("|")]
+    return " · ".join(f"{h}: {c}" if h else c for h, c in zip(header, first, strict=False))
+
+
+def summary(found: dict[str, str]) -> str:
+    lines = ["| benchmark | headline (first row of the full table) |", "|---|---|"]
+    lines += [f"| [{name}](docs/benchmarks.md#{name}) | {headline(table)} |" for name, table in found.items()]
+    return "\n".join(lines)
+
+
+def update_tables() -> None:
+    found = tables()
+    docs = DOCS.read_text()
+    for name, table in found.items():
+        docs = replace_section(docs, name, table)
+    DOCS.write_text(docs)
+    readme = README.read_text()
+    start, end = "<!-- benchmarks -->", "<!-- /benchmarks -->"
+    block = f"{start}\n{summary(found)}\n{end}"
+    README.write_text(re.sub(re.escape(start) + r".*?" + re.escape(end), lambda _: block, readme, flags=re.S))
 
 
 def main(argv: list[str]) -> int:
@@ -55,7 +86,7 @@ def main(argv: list[str]) -> int:
             print(f"== {path.name}", flush=True)
             if subprocess.run([sys.executable, str(path)]).returncode != 0:
                 failed.append(path.name)
-    update_readme()
+    update_tables()
     if failed:
         print("failed: " + ", ".join(failed))
     return 1 if failed else 0
