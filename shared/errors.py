@@ -32,20 +32,12 @@ class NotFound(PaperworksError):
     code = "NOT_FOUND"
 
 
-class AlreadyExists(PaperworksError):
-    code = "ALREADY_EXISTS"
-
-
 class FailedPrecondition(PaperworksError):
     code = "FAILED_PRECONDITION"
 
 
 class Unauthenticated(PaperworksError):
     code = "UNAUTHENTICATED"
-
-
-class PermissionDenied(PaperworksError):
-    code = "PERMISSION_DENIED"
 
 
 class ResourceExhausted(PaperworksError):

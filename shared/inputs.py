@@ -22,8 +22,14 @@ def data_root(service: str) -> Path | None:
 
 
 def server_path(path: str, service: str, field: str) -> Path:
-    """`path` resolved, refused unless it lies under the service's data root (when one is set)."""
-    resolved = Path(path).expanduser().resolve()
+    """`path` resolved, refused unless it lies under the service's data root (when one is set).
+    A path the OS cannot take (a NUL byte, a name too long, an unknown ~user) is refused too."""
+    try:
+        resolved = Path(path).expanduser().resolve()
+        resolved.exists()  # raises for names the file system refuses (ENAMETOOLONG)
+    except (ValueError, OSError, RuntimeError) as exc:
+        why = getattr(exc, "strerror", None) or exc
+        raise InvalidArgument(field, f"{path[:200]!r} is not a usable path: {why}") from None
     root = data_root(service)
     if root is not None and not resolved.is_relative_to(root):
         raise InvalidArgument(field, f"must lie under {data_root_variable(service)} ({root})")

@@ -15,12 +15,10 @@ from paperworks.shared.rpc.status import rpc_method
 from pydantic import ValidationError
 
 
-def _validate(model, request, **defaults):
-    """The request as `model`; proto3 leaves unset strings empty, so `defaults` fill those."""
-    data = request_params(request)
-    data.update({k: v for k, v in defaults.items() if data.get(k) in ("", None)})
+def _validate(model, request):
+    """The request as `model` (an unset optional field is left out, so its default applies)."""
     try:
-        return model.model_validate(data)
+        return model.model_validate(request_params(request))
     except ValidationError as exc:
         raise violations_from_pydantic(exc) from None
 
@@ -47,7 +45,7 @@ class BiasServicer(bias_pb2_grpc.BiasServiceServicer):
     @rpc_method
     async def ExpandPlaceholders(self, request, context):
         self.rt.tenant(context)
-        params = _validate(ExpandPlaceholdersParams, request, attribute="")
+        params = _validate(ExpandPlaceholdersParams, request)
         attribute = None
         if params.attribute:
             attribute = DEFAULT_ATTRIBUTES.get(params.attribute)
@@ -71,7 +69,7 @@ class BiasServicer(bias_pb2_grpc.BiasServiceServicer):
     @rpc_method
     async def ScoreMCQResponse(self, request, context):
         self.rt.tenant(context)
-        params = _validate(ScoreMCQResponseParams, request, protocol="md")
+        params = _validate(ScoreMCQResponseParams, request)
         if params.answer is not None and params.answer >= len(params.options):
             raise InvalidArgument(
                 "answer", f"index {params.answer} is out of range for {len(params.options)} options"

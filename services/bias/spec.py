@@ -6,7 +6,6 @@ Import-light (pydantic only): the CLI, the stack and the dispatcher read it.
 from __future__ import annotations
 
 from typing import Literal
-from urllib.parse import urlparse
 
 from paperworks.services.bias.builtin.options import BUILTIN_OPTIONS
 from paperworks.services.bias.cab.generator import OPERATORS
@@ -16,53 +15,21 @@ from paperworks.services.bias.cab.taxonomy import (
     Attribute,
     Taxonomy,
 )
-from paperworks.shared.backends.errors import InvalidModel
-from paperworks.shared.backends.ref import ModelRef
+from paperworks.shared.backends.spec import ModelSpec as SharedModelSpec
 from paperworks.shared.registry import JobKind, ServiceSpec
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 Operator = Literal[tuple(OPERATORS)]  # type: ignore[valid-type]
 
 
-class ModelSpec(BaseModel):
-    """A target, judge or generator: any shared backend (`openai`, `hf`, `tiny`), or a model
-    defined in code (`builtin`: planted-target, lexicon-judge, template-generator)."""
+class ModelSpec(SharedModelSpec):
+    """A target, judge or generator: any shared backend (`openai`, `hf`, `tiny`; its fields are
+    checked by the shared spec), or a model defined in code (`builtin`: planted-target,
+    lexicon-judge, template-generator) with its `options`."""
 
-    model_config = ConfigDict(extra="forbid")
     kind: Literal["openai", "hf", "tiny", "builtin"]
-    path: str = Field(default="", validate_default=True)
-    url: str = Field(default="", validate_default=True)
-    model: str = Field(default="", validate_default=True)
-    api_key_env: str = ""
-    timeout_s: float = Field(default=60.0, gt=0, le=3600)
-    max_retries: int = Field(default=3, ge=0, le=10)
-    max_concurrency: int = Field(default=4, ge=1, le=64)
     builtin: str = Field(default="", validate_default=True)
     options: dict = Field(default_factory=dict, validate_default=True)
-
-    @field_validator("path")
-    @classmethod
-    def _local_path(cls, value: str, info: ValidationInfo) -> str:
-        if info.data.get("kind") in ("hf", "tiny") and not value:
-            raise ValueError(f"a {info.data['kind']} model needs a local directory path")
-        return value
-
-    @field_validator("url")
-    @classmethod
-    def _http_url(cls, value: str, info: ValidationInfo) -> str:
-        parsed = urlparse(value)
-        if info.data.get("kind") == "openai" and (
-            parsed.scheme not in ("http", "https") or not parsed.netloc
-        ):
-            raise ValueError(f"needs an http(s) base URL like http://host:8000/v1, got {value!r}")
-        return value
-
-    @field_validator("model")
-    @classmethod
-    def _served_model(cls, value: str, info: ValidationInfo) -> str:
-        if info.data.get("kind") == "openai" and not value:
-            raise ValueError("an openai endpoint needs the served model name")
-        return value
 
     @field_validator("builtin")
     @classmethod
@@ -81,31 +48,9 @@ class ModelSpec(BaseModel):
             raise ValueError("options are only for builtin models")
         return value
 
-    @model_validator(mode="after")
-    def _valid_ref(self) -> ModelSpec:
-        if self.kind != "builtin":
-            try:
-                self.ref()
-            except InvalidModel as exc:
-                raise ValueError(f"{exc.field}: {exc.reason}") from None
-        return self
-
-    def ref(self) -> ModelRef:
-        """The shared backends' model reference (raises InvalidModel naming the field)."""
-        fields = {"path": self.path, "url": self.url, "model": self.model, "api_key_env": self.api_key_env}
-        return ModelRef(
-            kind=self.kind,
-            timeout_s=self.timeout_s,
-            max_retries=self.max_retries,  # type: ignore[arg-type]
-            max_concurrency=self.max_concurrency,
-            **{k: v or None for k, v in fields.items()},
-        )
-
     @property
     def label(self) -> str:
-        if self.kind == "builtin":
-            return f"builtin:{self.builtin}"
-        return f"{self.kind}:{self.model or self.path}"
+        return f"builtin:{self.builtin}" if self.kind == "builtin" else super().label
 
 
 class OptionFormsParams(BaseModel):
@@ -270,6 +215,7 @@ SPEC = ServiceSpec(
     servicer="paperworks.services.bias.servicer:BiasServicer",
     grpc_module="paperworks.bias.v1.bias_pb2_grpc",
     grpc_service="BiasService",
+    port=50051,
     kinds={
         "generate_benchmark": JobKind(
             name="generate_benchmark",

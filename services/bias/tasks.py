@@ -1,4 +1,5 @@
-"""The bias service's three jobs: open the models, run the method, store the report and chart.
+"""The bias service's three jobs: read the inputs (`data.py`), run the method, store the report
+and its figures.
 
 Retry policy: a backend that is down, overloaded or too slow for every question raises a
 transient error (the runner retries the job); a bad model reference or bad input data fails the
@@ -9,24 +10,21 @@ from __future__ import annotations
 
 import json
 
-from paperworks.services.bias import charts
+from paperworks.services.bias import figures
 from paperworks.services.bias.cab.audit import evaluate_benchmark, generate_benchmark
 from paperworks.services.bias.cab.evaluate import EvalSettings, QuestionResult
 from paperworks.services.bias.cab.question import read_benchmark, write_benchmark
 from paperworks.services.bias.cab.search import OPERATORS, SearchConfig
 from paperworks.services.bias.cab.taxonomy import DEFAULT_TAXONOMY
+from paperworks.services.bias.data import BENCHMARK_ARTIFACT, benchmark_text, mcq_dataset, open_model
 from paperworks.services.bias.embedder import get_embedder
 from paperworks.services.bias.mcq.audit import evaluate_mcq, same_option_count
-from paperworks.services.bias.mcq.data import LETTERS, nonsense_qa, read_mcq_jsonl
 from paperworks.services.bias.mcq.evaluate import MCQSettings
-from paperworks.services.bias.models import job_error, open_model
+from paperworks.services.bias.mcq.nonsenseqa import LETTERS
 from paperworks.services.bias.spec import EvaluateBiasParams, EvaluateMCQParams, GenerateBenchmarkParams
-from paperworks.shared.backends import BackendError
-from paperworks.shared.errors import InvalidArgument, NotFound
+from paperworks.shared.backends import BackendError, platform_error
+from paperworks.shared.errors import InvalidArgument, TransientError
 from paperworks.shared.tasks.context import JobContext
-from paperworks.shared.tasks.runner import TransientError
-
-BENCHMARK_ARTIFACT = "benchmark.jsonl"
 
 
 def _models(params, taxonomy, roles: tuple[str, ...]) -> dict:
@@ -96,10 +94,10 @@ def run_generate_benchmark(params: GenerateBenchmarkParams, ctx: JobContext) -> 
     )
     ctx.put_artifact("archive.jsonl", _jsonl(r.row() for r in done.outcome.archive), "application/x-ndjson")
     ctx.put_json("report.json", done.report)
-    ctx.put_artifact("report.png", charts.bias_chart(done.report, params.target.label), "image/png")
+    ctx.put_artifact("report.png", figures.bias_chart(done.report, params.target.label), "image/png")
     ctx.put_artifact(
         "search.png",
-        charts.search_chart(done.report["search"]["generations"], f"CAB search ({params.strategy})"),
+        figures.search_chart(done.report["search"]["generations"], f"CAB search ({params.strategy})"),
         "image/png",
     )
     overall = done.report["overall"]
@@ -116,29 +114,10 @@ def run_generate_benchmark(params: GenerateBenchmarkParams, ctx: JobContext) -> 
     }
 
 
-def _benchmark_text(params: EvaluateBiasParams, ctx: JobContext) -> str:
-    if params.benchmark_jsonl.strip():
-        return params.benchmark_jsonl
-    try:
-        source = ctx.store.get(ctx.tenant, "bias", params.source_job_id)
-    except NotFound:
-        raise InvalidArgument("source_job_id", f"no bias job {params.source_job_id!r}") from None
-    if source.kind != "generate_benchmark" or source.state != "SUCCEEDED":
-        raise InvalidArgument(
-            "source_job_id",
-            f"{source.id} is a {source.state} {source.kind} job; "
-            "a SUCCEEDED generate_benchmark job is needed",
-        )
-    artifact = next((a for a in ctx.store.artifacts(source.id) if a.name == BENCHMARK_ARTIFACT), None)
-    if artifact is None:
-        raise InvalidArgument("source_job_id", f"{source.id} has no {BENCHMARK_ARTIFACT}")
-    return ctx.artifacts.path(artifact.sha256).read_text()
-
-
 def run_evaluate_bias(params: EvaluateBiasParams, ctx: JobContext) -> dict:
     taxonomy = params.build_taxonomy()
     field = "benchmark_jsonl" if params.benchmark_jsonl.strip() else "source_job_id"
-    questions, row_errors = read_benchmark(_benchmark_text(params, ctx), taxonomy)
+    questions, row_errors = read_benchmark(benchmark_text(params, ctx), taxonomy)
     if not questions:
         first = row_errors[0] if row_errors else {"line": 0, "field": "row", "error": "empty"}
         raise InvalidArgument(
@@ -164,7 +143,7 @@ def run_evaluate_bias(params: EvaluateBiasParams, ctx: JobContext) -> dict:
         raise TransientError(f"every question failed: {results[0].error}")
     ctx.put_json("report.json", report)
     ctx.put_artifact("judgments.jsonl", _jsonl(r.row() for r in results), "application/x-ndjson")
-    ctx.put_artifact("report.png", charts.bias_chart(report, params.target.label), "image/png")
+    ctx.put_artifact("report.png", figures.bias_chart(report, params.target.label), "image/png")
     overall = report["overall"]
     return {
         "questions": len(questions),
@@ -181,35 +160,10 @@ def run_evaluate_bias(params: EvaluateBiasParams, ctx: JobContext) -> dict:
 
 
 def run_evaluate_mcq(params: EvaluateMCQParams, ctx: JobContext) -> dict:
-    if params.nonsenseqa is not None:
-        cfg = params.nonsenseqa
-        items = nonsense_qa(
-            cfg.n_questions,
-            n_options=cfg.n_options,
-            seed=cfg.seed,
-            question_words=cfg.question_words,
-            option_words=cfg.option_words,
-        )
-        pool = nonsense_qa(
-            cfg.n_demos,
-            n_options=cfg.n_options,
-            seed=cfg.seed + 1,
-            question_words=cfg.question_words,
-            option_words=cfg.option_words,
-        )
-        row_errors, name = [], params.name or "nonsenseqa"
-    else:
-        items, row_errors = read_mcq_jsonl(params.dataset_jsonl)
-        if not items:
-            first = row_errors[0] if row_errors else {"line": 0, "field": "row", "error": "empty"}
-            raise InvalidArgument(
-                "dataset_jsonl", f"no valid rows (line {first['line']}, {first['field']}: {first['error']})"
-            )
-        pool, demo_errors = read_mcq_jsonl(params.demos_jsonl) if params.demos_jsonl.strip() else (items, [])
-        row_errors += [{**e, "field": f"demos.{e['field']}"} for e in demo_errors]
-        name = params.name or "dataset"
-    n_options, items, others = same_option_count(items)
-    row_errors += [
+    dataset = mcq_dataset(params)
+    name, pool = dataset.name, dataset.demos
+    n_options, items, others = same_option_count(dataset.items)
+    row_errors = dataset.row_errors + [
         {
             "line": None,
             "field": "options",
@@ -251,12 +205,12 @@ def run_evaluate_mcq(params: EvaluateMCQParams, ctx: JobContext) -> dict:
             on_permutation=on_permutation,
         )
     except BackendError as exc:
-        raise job_error("model", exc) from exc
+        raise platform_error(exc, "model") from exc
     report = {"benchmark": name, "model": params.model.label, **report, "row_errors": row_errors[:200]}
     ctx.put_json("report.json", report)
     ctx.put_artifact("responses.jsonl", _jsonl(rows), "application/x-ndjson")
     ctx.put_artifact(
-        "report.png", charts.mcq_chart(report["protocols"], f"{name}: {params.model.label}"), "image/png"
+        "report.png", figures.mcq_chart(report["protocols"], f"{name}: {params.model.label}"), "image/png"
     )
     summary = {
         p: {k: m[k] for k in ("mean_accuracy", "std_accuracy", "demo_majority_agreement")}

@@ -5,7 +5,8 @@ codes as uint8, their float32 scales) and `fp.<name>` for every other tensor of 
 full precision (embeddings, norms, output head). The manifest (also embedded in the file's
 metadata) names the format, the method, the base model and, per layer, its packed format,
 shape and stored bits per weight: code bits alone and with the float side tensors. Loading
-rebuilds the packed layers on a fresh copy of the base model; nothing is unpickled.
+rebuilds the packed layers on a fresh copy of the base model; nothing is unpickled. The packed
+formats (binary2, lattice2, int2) are declared in `methods.py`, beside the methods that make them.
 """
 
 from __future__ import annotations
@@ -19,26 +20,15 @@ from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 from torch import nn
 
-from .common import set_module
-from .lcqat import PackedLatticeLinear
-from .rabit import PackedBinaryLinear
-from .scalar import PackedInt2Linear
+from .linears import set_module
+from .methods import FORMATS, format_of
 
 FORMAT = "paperworks-quantized/1"
 CODE_TENSORS = ("signs", "codes")
-LAYER_FORMATS = {PackedBinaryLinear: "binary2", PackedLatticeLinear: "lattice2", PackedInt2Linear: "int2"}
 
 
 def packed_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:
-    return [(n, m) for n, m in model.named_modules() if type(m) in LAYER_FORMATS]
-
-
-def _shape(m: nn.Module) -> tuple[int, int]:
-    if isinstance(m, PackedBinaryLinear):
-        return m.g.shape[1], m.h.shape[1]
-    if isinstance(m, PackedLatticeLinear):
-        return m.codes.shape[0], m.in_scale.shape[0]
-    return m.codes.shape[0], m.codes.shape[1] * 4
+    return [(n, m) for n, m in model.named_modules() if format_of(m) is not None]
 
 
 def _bits(t: torch.Tensor) -> int:
@@ -51,15 +41,15 @@ def save(packed: nn.Module, method: str, base: dict) -> tuple[bytes, dict]:
     layers, inside = [], set()
     code_bits = side_bits = weights = 0
     for name, m in packed_layers(packed):
+        fmt = format_of(m)
         parts = m.tensors()
         tensors.update({f"q.{name}.{k}": t.contiguous() for k, t in parts.items()})
-        n, m_in = _shape(m)
+        n, m_in = fmt.shape(m)
         cb = sum(_bits(t) for k, t in parts.items() if k in CODE_TENSORS)
         sb = sum(_bits(t) for k, t in parts.items() if k not in (*CODE_TENSORS, "bias"))
-        entry = {"name": name, "format": LAYER_FORMATS[type(m)], "shape": [n, m_in],
-                 "bits_per_weight": cb / (n * m_in), "bits_per_weight_with_scales": (cb + sb) / (n * m_in)}
-        if isinstance(m, PackedInt2Linear):
-            entry["group_size"] = m.group_size
+        entry = {"name": name, "format": fmt.name, "shape": [n, m_in],
+                 "bits_per_weight": cb / (n * m_in), "bits_per_weight_with_scales": (cb + sb) / (n * m_in),
+                 **fmt.entry(m)}
         layers.append(entry)
         code_bits, side_bits, weights = code_bits + cb, side_bits + sb, weights + n * m_in
         inside.update(f"{name}.{k}" for k in m.state_dict())
@@ -91,13 +81,9 @@ def load(data: bytes, manifest: dict, base_module: nn.Module) -> nn.Module:
         name = layer["name"]
         prefix = f"q.{name}."
         t = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
-        if layer["format"] == "binary2":
-            mod = PackedBinaryLinear.from_tensors(t)
-        elif layer["format"] == "lattice2":
-            mod = PackedLatticeLinear.from_tensors(t)
-        else:
-            mod = PackedInt2Linear.from_tensors(t, layer["group_size"])
-        set_module(model, name, mod)
+        if layer["format"] not in FORMATS:
+            raise ValueError(f"layer {name} has format {layer['format']!r}; known: {', '.join(FORMATS)}")
+        set_module(model, name, FORMATS[layer["format"]].load(t, layer))
     fp = {k[3:]: v for k, v in tensors.items() if k.startswith("fp.")}
     result = model.load_state_dict(fp, strict=False)
     if result.unexpected_keys:

@@ -3,8 +3,9 @@
 Models open through the shared backends (`tiny`: the project's decoder; `hf`: a transformers
 Llama- or GPT-2-style directory), whose refusals (no config, unsupported model_type, pickle
 weights, no tokenizer...) become INVALID_ARGUMENT on `model.path`. Text is a file, a folder
-of text files, or this interpreter's standard-library sources. Quantize jobs' checkpoints are
-found by job id, for the tenant who asked.
+of text files, or this interpreter's standard-library sources. Every server path goes through
+the platform's data-root guard (`PAPERWORKS_QUANTIZER_DATA_ROOT`, when set). Quantize jobs'
+checkpoints are found by job id, for the tenant who asked.
 """
 
 from __future__ import annotations
@@ -17,21 +18,25 @@ from paperworks.shared.backends import InvalidModel, ModelRef, load_backend
 from paperworks.shared.backends.tiny_data import stdlib_texts
 from paperworks.shared.backends.torch_lm import TorchCausalLM
 from paperworks.shared.db.jobs import JobStore
-from paperworks.shared.errors import FailedPrecondition, InvalidArgument, NotFound
+from paperworks.shared.errors import InvalidArgument
+from paperworks.shared.inputs import server_path
+from paperworks.shared.job_refs import artifact_sha, finished_job
 
 from . import checkpoint
-from .common import TokenData, find_linears
-from .spec import ModelSource, QuantizeParams, TextSource
+from .distill import TokenData
+from .linears import find_linears
+from .spec import LocalModelSpec, QuantizeParams, TextSource
 
 TEXT_SUFFIXES = (".txt", ".md", ".rst", ".py", ".json")
 MAX_FILES = 5000
 CHECKPOINT, MANIFEST = "model.safetensors", "manifest.json"
 
 
-def open_model(source: ModelSource, field: str = "model") -> TorchCausalLM:
+def open_model(source: LocalModelSpec, field: str = "model") -> TorchCausalLM:
     """The model's backend (float32, CPU), or InvalidArgument saying why the directory is unusable."""
+    path = server_path(source.path, "quantizer", f"{field}.path")
     try:
-        backend = load_backend(ModelRef(kind=source.kind, path=source.path))
+        backend = load_backend(ModelRef(kind=source.kind, path=str(path)))
     except InvalidModel as exc:
         raise InvalidArgument(f"{field}.{exc.field or 'path'}", exc.reason) from None
     if not find_linears(backend.module):
@@ -39,7 +44,7 @@ def open_model(source: ModelSource, field: str = "model") -> TorchCausalLM:
     return backend
 
 
-def check_model(source: ModelSource, field: str = "model") -> None:
+def check_model(source: LocalModelSpec, field: str = "model") -> None:
     """The submission-time check: cheap for `hf` (the directory's files and config, no weights
     loaded), a full load for `tiny` models (they are small). Raises like `open_model`."""
     if source.kind == "tiny":
@@ -48,18 +53,24 @@ def check_model(source: ModelSource, field: str = "model") -> None:
     from paperworks.shared.backends.hf import check_model_dir
 
     try:
-        check_model_dir(source.path)
+        check_model_dir(str(server_path(source.path, "quantizer", f"{field}.path")))
     except InvalidModel as exc:
         raise InvalidArgument(f"{field}.{exc.field or 'path'}", exc.reason) from None
+
+
+def text_path(path: str, field: str = "data.path") -> Path:
+    """A text file or folder named by a request: inside the data root, and there."""
+    resolved = server_path(path, "quantizer", field)
+    if not resolved.exists():
+        raise InvalidArgument(field, f"{path} does not exist")
+    return resolved
 
 
 def load_texts(source: TextSource, field: str = "data") -> list[str]:
     if source.stdlib is not None:
         s = source.stdlib
         return stdlib_texts(max_files=s.files, max_chars=s.max_chars, seed=s.seed)
-    path = Path(source.path)
-    if not path.exists():
-        raise InvalidArgument(f"{field}.path", f"{path} does not exist")
+    path = text_path(source.path, f"{field}.path")
     files = [path] if path.is_file() else sorted(
         p for p in path.rglob("*") if p.is_file() and p.suffix in TEXT_SUFFIXES)[:MAX_FILES]
     texts = []
@@ -86,18 +97,9 @@ def token_data(backend: TorchCausalLM, texts: list[str], seq_len: int, field: st
 def quantize_job(store: JobStore, tenant: str | None, job_id: str,
                  field: str) -> tuple[QuantizeParams, str, str]:
     """(params, checkpoint sha256, manifest sha256) of the tenant's SUCCEEDED quantize job."""
-    try:
-        job = store.get(tenant, "quantizer", job_id)
-    except NotFound:
-        raise NotFound(f"no quantizer job {job_id!r}", field) from None
-    if job.kind != "quantize":
-        raise InvalidArgument(field, f"job {job_id} is a {job.kind} job, not quantize")
-    if job.state != "SUCCEEDED":
-        raise FailedPrecondition(f"job {job_id} is {job.state}, not SUCCEEDED", field)
-    found = {a.name: a.sha256 for a in store.artifacts(job_id)}
-    if CHECKPOINT not in found or MANIFEST not in found:
-        raise FailedPrecondition(f"job {job_id} stored no checkpoint", field)
-    return QuantizeParams.model_validate(job.params), found[CHECKPOINT], found[MANIFEST]
+    job = finished_job(store, tenant, "quantizer", job_id, field, kind="quantize")
+    return (QuantizeParams.model_validate(job.params), artifact_sha(store, job_id, CHECKPOINT, field),
+            artifact_sha(store, job_id, MANIFEST, field))
 
 
 def packed_model(params: QuantizeParams, blob: bytes, manifest: dict, field: str) -> TorchCausalLM:

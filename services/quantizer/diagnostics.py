@@ -19,13 +19,17 @@ un-centred, per output channel averaged, per token) move the reproduction's laye
 most 0.04 and keep RaBiT's below independent latents', but RaBiT's own value is close to zero:
 -0.025 as defined here, +0.004 globally centred, +0.010 un-centred (seed 0).
 
-Every quantized layer also reports its relative output error ||y - y_q|| / ||y||.
+Every quantized layer also reports its relative output error ||y - y_q|| / ||y||. Pure PyTorch.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
+
+from .linears import find_linears, get_module, layer_inputs, linear_weight
 
 
 def centred_corr(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -53,3 +57,18 @@ def summary(per_layer: dict[str, dict]) -> dict:
     keys = sorted({k for d in per_layer.values() for k in d})
     return {k: sum(d[k] for d in per_layer.values() if k in d) / sum(k in d for d in per_layer.values())
             for k in keys}
+
+
+@torch.no_grad()
+def layer_report(model: nn.Module, teacher: nn.Module, ids: torch.Tensor,
+                 on_layer: Callable[[int, int, str], None] | None = None) -> dict[str, dict]:
+    """`layer_diagnostics` of every quantized layer on the teacher's activations."""
+    names = find_linears(teacher)
+    inputs = layer_inputs(teacher, names, ids)
+    out = {}
+    for i, n in enumerate(names):
+        w = linear_weight(get_module(teacher, n))[0]
+        out[n] = layer_diagnostics(get_module(model, n), w, inputs[n])
+        if on_layer:
+            on_layer(i + 1, len(names), n)
+    return out

@@ -1,6 +1,6 @@
-"""Shared machinery of both methods: finding a causal LM's linear layers, token data, the
+"""Training against the full-precision teacher, shared by every method: token data, the
 distillation loss (KL to the full-precision teacher plus hidden-state MSE, RaBiT's training
-objective, Sec. 3.4, used for LC-QAT's QAT too), a training loop and evaluation.
+objective, Sec. 3.4, used for LC-QAT's QAT too), a training loop and evaluation. Pure PyTorch.
 
 Design choices (not from the papers): token windows are drawn uniformly from one packed
 stream; the hidden-state MSE is averaged over every block's output, normalised by the
@@ -17,44 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-SKIP = ("lm_head", "embed", "wte", "wpe")
-
-
-def linear_weight(mod: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """(N, M) weight and bias of an nn.Linear or a transformers Conv1D (stored (M, N))."""
-    if isinstance(mod, nn.Linear):
-        return mod.weight.detach().float(), None if mod.bias is None else mod.bias.detach().float()
-    return mod.weight.detach().float().T.contiguous(), None if mod.bias is None else mod.bias.detach().float()
-
-
-def is_linear(mod: nn.Module) -> bool:
-    return isinstance(mod, nn.Linear) or type(mod).__name__ == "Conv1D"
-
-
-def find_linears(module: nn.Module) -> list[str]:
-    """Names of the projections to quantize: every linear inside the blocks (embeddings and the
-    output head stay in full precision, as in both papers)."""
-    return [n for n, m in module.named_modules() if is_linear(m) and not any(s in n for s in SKIP)]
-
-
-def get_module(root: nn.Module, name: str) -> nn.Module:
-    for part in name.split("."):
-        root = getattr(root, part)
-    return root
-
-
-def set_module(root: nn.Module, name: str, new: nn.Module) -> None:
-    parent, _, leaf = name.rpartition(".")
-    setattr(get_module(root, parent) if parent else root, leaf, new)
-
-
-def forward(module: nn.Module, ids: torch.Tensor, hidden: bool = False):
-    """(logits, hidden states or None) for the tiny decoder and transformers causal LMs."""
-    if type(module).__name__ == "TinyDecoder":
-        out = module(ids, output_hidden_states=hidden)
-    else:
-        out = module(input_ids=ids, output_hidden_states=hidden, use_cache=False)
-    return out.logits.float(), (out.hidden_states if hidden else None)
+from .linears import forward
 
 
 @dataclass
@@ -146,18 +109,3 @@ def evaluate_lm(module: nn.Module, windows: torch.Tensor, batch: int = 16) -> di
     loss = total / max(count, 1)
     return {"loss": loss, "perplexity": math.exp(min(loss, 50)), "bits_per_token": loss / math.log(2),
             "tokens": count}
-
-
-@torch.no_grad()
-def layer_inputs(module: nn.Module, names: list[str], ids: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Calibration activations: the (tokens, M) input of every named linear."""
-    seen: dict[str, torch.Tensor] = {}
-    hooks = [get_module(module, n).register_forward_hook(
-        lambda m, a, o, n=n: seen.__setitem__(n, a[0].detach().reshape(-1, a[0].shape[-1]).float()))
-        for n in names]
-    try:
-        forward(module, ids)
-    finally:
-        for h in hooks:
-            h.remove()
-    return seen

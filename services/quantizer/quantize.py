@@ -1,9 +1,7 @@
-"""The quantization pipelines: a method's initialization per layer, then QAT against the
-full-precision teacher, then the packed (kernel-library) form of the result.
-
-Methods: "rabit" (coupled residual binary paths, `rabit.py`), "lcqat" (linear-constrained VQ,
-`lcqat.py`), and the baselines "independent" (two binary paths with their own latents),
-"scalar_qat" and "rtn" (`scalar.py`). Embeddings and the output head stay in full precision.
+"""The quantization pipeline: a method's initialization per layer, then QAT against the
+full-precision teacher, then the packed (kernel-library) form of the result. What differs by
+method comes from the registry in `methods.py`. Embeddings and the output head stay in full
+precision.
 """
 
 from __future__ import annotations
@@ -12,21 +10,12 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import torch
 from torch import nn
 
-from . import diagnostics, lcqat, rabit, scalar
-from .common import (
-    TokenData,
-    find_linears,
-    get_module,
-    layer_inputs,
-    linear_weight,
-    set_module,
-    train_student,
-)
+from . import methods
+from .distill import TokenData, train_student
+from .linears import find_linears, get_module, layer_inputs, linear_weight, set_module
 
-METHODS = ("rabit", "lcqat", "independent", "scalar_qat", "rtn")
 Progress = Callable[[int, int, str, str], None]
 
 
@@ -53,8 +42,13 @@ class QuantConfig:
     seed: int = 0
 
     @property
+    def qat_steps(self) -> int:
+        """QAT steps actually run (none for a method that does not train, RTN)."""
+        return self.steps if methods.get(self.method).trains else 0
+
+    @property
     def tokens(self) -> int:
-        return (0 if self.method == "rtn" else self.steps) * self.batch * self.seq_len
+        return self.qat_steps * self.batch * self.seq_len
 
 
 def _frozen_copy(teacher: nn.Module) -> nn.Module:
@@ -64,21 +58,10 @@ def _frozen_copy(teacher: nn.Module) -> nn.Module:
     return student
 
 
-def _layer(method: str, w, bias, x, i: int, cfg: QuantConfig) -> nn.Module:
-    if method in ("rabit", "independent"):
-        return rabit.make_layer(w, bias, x, coupled=method == "rabit", init=cfg.init, sweeps=cfg.init_sweeps)
-    if method == "lcqat":
-        layer = lcqat.LCLinear(w, bias, cfg.seed * 1000 + 2 * i)
-        layer.ptq(x)
-        return layer
-    if method in ("scalar_qat", "rtn"):
-        return scalar.ScalarQATLinear(w, bias, cfg.group_size)
-    raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
-
-
 def build_student(teacher: nn.Module, data: TokenData, cfg: QuantConfig,
                   progress: Progress = _quiet) -> tuple[nn.Module, dict]:
     """The step-0 quantized student: the method's initialization (PTQ for LC-QAT)."""
+    method = methods.get(cfg.method)
     names = find_linears(teacher)
     calib = data.calib(cfg.seq_len, cfg.calib_windows, cfg.seed)
     inputs = layer_inputs(teacher, names, calib)
@@ -86,18 +69,9 @@ def build_student(teacher: nn.Module, data: TokenData, cfg: QuantConfig,
     info: dict = {"layers": len(names)}
     for i, name in enumerate(names):
         w, bias = linear_weight(get_module(teacher, name))
-        set_module(student, name, _layer(cfg.method, w, bias, inputs[name], i, cfg))
+        set_module(student, name, method.layer(w, bias, inputs[name], i, cfg))
         progress(i + 1, len(names), "init", f"{name} {tuple(w.shape)}")
-    if cfg.method == "lcqat" and cfg.block_steps > 0:
-        info["block_reconstruction_error"] = lcqat.block_reconstruction(
-            student, teacher, calib, steps=cfg.block_steps, latent_lr=cfg.block_latent_lr,
-            on_block=lambda i, n, e: progress(i, n, "block_reconstruction", f"block {i}: rel. MSE {e:.4f}"),
-        )
-    if cfg.method == "lcqat" and cfg.e2e_steps > 0:
-        info["end_to_end_losses"] = lcqat.end_to_end(
-            student, teacher, calib, steps=cfg.e2e_steps, latent_lr=cfg.e2e_latent_lr,
-            hidden_weight=cfg.hidden_weight,
-            on_step=lambda i, n, loss: progress(i, n, "end_to_end", f"step {i}: loss {loss:.4f}"))
+    info.update(method.refine(student, teacher, calib, cfg, progress))
     return student.eval(), info
 
 
@@ -105,16 +79,9 @@ def trainable(student: nn.Module) -> list[nn.Parameter]:
     """The QAT parameters of every quantized layer (switching LC-QAT layers to their latents)."""
     params = []
     for m in student.modules():
-        if isinstance(m, rabit.RaBiTLinear):
-            params += [m.weight, m.g, m.h]
-        elif isinstance(m, rabit.IndependentBinaryLinear):
-            params += [m.latent, m.g, m.h]
-        elif isinstance(m, lcqat.LCLinear):
-            if m.mode != "qat":
-                m.start_qat()
-            params += [m.latent, m.a, m.b, m.scale, m.in_scale]
-        elif isinstance(m, scalar.ScalarQATLinear):
-            params += [m.weight, m.log_gain, m.offset]
+        method = methods.of_layer(m)
+        if method is not None:
+            params += method.qat_params(m)
     for p in params:
         p.requires_grad_(True)
     return params
@@ -123,7 +90,7 @@ def trainable(student: nn.Module) -> list[nn.Parameter]:
 def train(student: nn.Module, teacher: nn.Module, data: TokenData, cfg: QuantConfig,
           progress: Progress = _quiet) -> list[float]:
     """QAT for `cfg.steps` steps (RTN never trains); LC-QAT latents are rounded into codes after."""
-    steps = 0 if cfg.method == "rtn" else cfg.steps
+    steps = cfg.qat_steps
     losses: list[float] = []
     if steps:
         params = trainable(student)
@@ -136,8 +103,9 @@ def train(student: nn.Module, teacher: nn.Module, data: TokenData, cfg: QuantCon
                                lr=cfg.lr, hidden_weight=cfg.hidden_weight, seed=cfg.seed + 1,
                                param_groups=[{"params": params}], on_step=on_step)
     for m in student.modules():
-        if isinstance(m, lcqat.LCLinear) and m.mode == "qat":
-            m.finish_qat()
+        method = methods.of_layer(m)
+        if method is not None:
+            method.after_training(m)
     for p in student.parameters():
         p.requires_grad_(False)
     return losses
@@ -156,23 +124,7 @@ def pack(student: nn.Module) -> nn.Module:
     """The same model with every quantized layer replaced by its packed-kernel form."""
     packed = copy.deepcopy(student)
     for name, m in list(packed.named_modules()):
-        if isinstance(m, rabit.TwoPathLinear):
-            set_module(packed, name, rabit.PackedBinaryLinear.from_layer(m))
-        elif isinstance(m, lcqat.LCLinear | scalar.ScalarQATLinear):
-            set_module(packed, name, m.packed())
+        method = methods.of_layer(m)
+        if method is not None:
+            set_module(packed, name, method.pack(m))
     return packed.eval()
-
-
-@torch.no_grad()
-def layer_report(model: nn.Module, teacher: nn.Module, ids: torch.Tensor,
-                 on_layer: Callable[[int, int, str], None] | None = None) -> dict[str, dict]:
-    """`diagnostics.layer_diagnostics` of every quantized layer on the teacher's activations."""
-    names = find_linears(teacher)
-    inputs = layer_inputs(teacher, names, ids)
-    out = {}
-    for i, n in enumerate(names):
-        w = linear_weight(get_module(teacher, n))[0]
-        out[n] = diagnostics.layer_diagnostics(get_module(model, n), w, inputs[n])
-        if on_layer:
-            on_layer(i + 1, len(names), n)
-    return out

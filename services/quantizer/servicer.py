@@ -5,17 +5,17 @@ job's checkpoint on the packed kernels, loaded once per checkpoint (cached by sh
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 from paperworks.quantizer.v1 import quantizer_pb2, quantizer_pb2_grpc
-from paperworks.shared.backends import InvalidModel, InvalidRequest
+from paperworks.shared.backends import BackendError, platform_error
 from paperworks.shared.errors import InvalidArgument
 from paperworks.shared.rpc.model_cache import ModelCache
 from paperworks.shared.rpc.runtime import ServiceRuntime
 from paperworks.shared.rpc.status import rpc_method
+from pydantic import ValidationError
 
-from . import sources
-from .spec import ModelSource
+from . import data
+from .spec import LocalModelSpec
 
 CACHE_SIZE = 4
 MAX_PROMPTS = 64
@@ -24,15 +24,18 @@ MAX_NEW_TOKENS = 1024
 
 def check_model(model) -> None:
     """INVALID_ARGUMENT on model.path when the directory is not a model the service supports."""
-    if model.kind in ("tiny", "hf") and model.path:  # else the parameter validation names them
-        sources.check_model(ModelSource(kind=model.kind, path=model.path))
+    try:
+        spec = LocalModelSpec(kind=model.kind, path=model.path)
+    except ValidationError:
+        return  # the parameter validation names the field
+    data.check_model(spec)
 
 
 def _backend_call(fn, *args, **kwargs):
     try:
         return fn(*args, **kwargs)
-    except (InvalidRequest, InvalidModel) as exc:
-        raise InvalidArgument(exc.field or "prompts", exc.reason) from None
+    except BackendError as exc:
+        raise platform_error(exc) from None
 
 
 class QuantizerServicer(quantizer_pb2_grpc.QuantizerServiceServicer):
@@ -44,8 +47,8 @@ class QuantizerServicer(quantizer_pb2_grpc.QuantizerServiceServicer):
     async def SubmitQuantize(self, request, context):
         if request.HasField("model"):
             await asyncio.to_thread(check_model, request.model)
-        if request.data.path and not Path(request.data.path).exists():
-            raise InvalidArgument("data.path", f"{request.data.path} does not exist")
+        if request.data.path:
+            await asyncio.to_thread(data.text_path, request.data.path)
         job = await self.rt.submit(context, "quantize", request)
         return quantizer_pb2.SubmitQuantizeResponse(job=job)
 
@@ -56,13 +59,11 @@ class QuantizerServicer(quantizer_pb2_grpc.QuantizerServiceServicer):
 
     def _served(self, tenant: str, job_id: str):
         """The quantize job's base-model backend with its packed layers swapped in."""
-        if not job_id:
-            raise InvalidArgument("quantize_job_id", "required")
-        params, *shas = sources.quantize_job(self.rt.store, tenant, job_id, "quantize_job_id")
+        params, *shas = data.quantize_job(self.rt.store, tenant, job_id, "quantize_job_id")
 
         def load():
-            return sources.packed_model(params, *sources.read_checkpoint(self.rt.artifacts, *shas),
-                                        "quantize_job_id")
+            return data.packed_model(params, *data.read_checkpoint(self.rt.artifacts, *shas),
+                                     "quantize_job_id")
 
         return self.cache.get(shas[0], load)
 
@@ -74,7 +75,7 @@ class QuantizerServicer(quantizer_pb2_grpc.QuantizerServiceServicer):
 
     def _generate(self, tenant, request):
         prompts = self._check_prompts(request.prompts)
-        max_new = request.max_new_tokens or 32
+        max_new = request.max_new_tokens if request.HasField("max_new_tokens") else 32
         if not 1 <= max_new <= MAX_NEW_TOKENS:
             raise InvalidArgument("max_new_tokens", f"{max_new}; must be 1..{MAX_NEW_TOKENS}")
         if not 0 <= request.temperature <= 10:

@@ -1,32 +1,31 @@
 """The quantizer service as the platform sees it: Quantize and Evaluate jobs.
 
-Import-light (pydantic only). A 0 or an empty value in a request means the documented default,
-as proto3 cannot tell them apart.
+Import-light (pydantic only). Request fields whose zero is not their default are proto3
+`optional`: left unset, they take the defaults below; an explicit 0 is validated like any value.
 """
 
 from typing import Annotated, Literal
 
+from paperworks.shared.backends.spec import ModelSpec
 from paperworks.shared.registry import JobKind, ServiceSpec
-from pydantic import BaseModel, BeforeValidator, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
-METHODS = ("rabit", "lcqat", "independent", "scalar_qat", "rtn")
-
-
-def _default(value):
-    return BeforeValidator(lambda v: value if v in (0, 0.0, "0", "", None) else v)
-
+from .method_names import NAMES
 
 Seed = Annotated[int, Field(default=0, ge=0, le=2**63 - 1)]
 
 
-class ModelSource(BaseModel):
+class LocalModelSpec(ModelSpec):
+    """A causal LM in a directory on the server: the project's `tiny` decoder or a transformers
+    Llama- or GPT-2-style `hf` model (the quantizer rewrites its layers, so never an endpoint)."""
+
     kind: Literal["tiny", "hf"]
     path: str = Field(min_length=1, max_length=4096)
 
 
 class StdlibText(BaseModel):
-    files: Annotated[int, _default(60), Field(ge=1, le=2000)] = 60
-    max_chars: Annotated[int, _default(8000), Field(ge=100, le=1_000_000)] = 8000
+    files: int = Field(default=60, ge=1, le=2000)
+    max_chars: int = Field(default=8000, ge=100, le=1_000_000)
     seed: Seed = 0
 
 
@@ -42,31 +41,31 @@ class TextSource(BaseModel):
 
 
 class QuantizeParams(BaseModel):
-    model: ModelSource
-    method: Literal[METHODS]
-    bits: Annotated[Literal[2], _default(2)] = 2
+    model: LocalModelSpec
+    method: Literal[NAMES]
+    bits: Literal[2] = 2
     data: TextSource
     token_budget: int = Field(default=0, ge=0, le=10**10)
-    calibration_windows: Annotated[int, _default(16), Field(ge=1, le=1024)] = 16
-    seq_len: Annotated[int, _default(64), Field(ge=8, le=4096)] = 64
-    batch_size: Annotated[int, _default(8), Field(ge=1, le=256)] = 8
-    learning_rate: Annotated[float, _default(3e-4), Field(gt=0.0, le=1.0)] = 3e-4
+    calibration_windows: int = Field(default=16, ge=1, le=1024)
+    seq_len: int = Field(default=64, ge=8, le=4096)
+    batch_size: int = Field(default=8, ge=1, le=256)
+    learning_rate: float = Field(default=3e-4, gt=0.0, le=1.0)
     hidden_weight: float = Field(default=1.0, ge=0.0, le=100.0)
-    init_sweeps: Annotated[int, _default(50), Field(ge=1, le=200)] = 50
+    init_sweeps: int = Field(default=50, ge=1, le=200)
     greedy_init: bool = False
     block_steps: int = Field(default=30, ge=0, le=10_000)
     block_latent_lr: float = Field(default=0.0, ge=0.0, le=1.0)
     e2e_steps: int = Field(default=0, ge=0, le=10_000)
     e2e_latent_lr: float = Field(default=0.0, ge=0.0, le=1.0)
-    group_size: Annotated[int, _default(64), Field(ge=4, le=4096, multiple_of=4)] = 64
+    group_size: int = Field(default=64, ge=4, le=4096, multiple_of=4)
     seed: Seed = 0
 
 
 class EvaluateParams(BaseModel):
     quantize_job_id: str = Field(min_length=1, max_length=128)
     data: TextSource
-    windows: Annotated[int, _default(64), Field(ge=1, le=4096)] = 64
-    seq_len: Annotated[int, _default(64), Field(ge=8, le=4096)] = 64
+    windows: int = Field(default=64, ge=1, le=4096)
+    seq_len: int = Field(default=64, ge=8, le=4096)
 
 
 SPEC = ServiceSpec(
@@ -74,9 +73,10 @@ SPEC = ServiceSpec(
     description="2-bit LLM quantization: RaBiT residual binarization (arXiv 2602.05367) and LC-QAT "
     "linear-constrained vector QAT (arXiv 2606.10531), served on packed kernels.",
     servicer="paperworks.services.quantizer.servicer:QuantizerServicer",
-    model_loader="paperworks.services.quantizer.sources:announced_model",
+    model_loader="paperworks.services.quantizer.data:announced_model",
     grpc_module="paperworks.quantizer.v1.quantizer_pb2_grpc",
     grpc_service="QuantizerService",
+    port=50053,
     kinds={
         "quantize": JobKind(
             name="quantize",

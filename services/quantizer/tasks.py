@@ -1,4 +1,4 @@
-"""The quantizer jobs: thin handlers that open the model and text, call the method modules,
+"""The quantizer jobs: thin handlers that open the model and text, run the method's pipeline,
 store the checkpoint, and announce it."""
 
 from __future__ import annotations
@@ -9,12 +9,11 @@ import math
 from paperworks.shared.errors import InvalidArgument
 from paperworks.shared.tasks.context import JobContext
 
-from . import checkpoint, diagnostics, quantize, sources
-from .common import evaluate_lm, find_linears, get_module, linear_weight
+from . import checkpoint, data, diagnostics, methods, quantize
+from .distill import evaluate_lm
 from .spec import EvaluateParams, QuantizeParams
 
 OCTET = "application/octet-stream"
-
 
 
 def _reporter(ctx: JobContext):
@@ -27,15 +26,6 @@ def _lm_metrics(module, windows, decode) -> dict:
     n_bytes = sum(len(decode(w[1:].tolist()).encode("utf-8")) for w in windows)
     out["bits_per_byte"] = out["loss"] * out["tokens"] / math.log(2) / max(n_bytes, 1)
     return out
-
-
-def _check_method(backend, method: str) -> None:
-    if method != "lcqat":
-        return
-    for name in find_linears(backend.module):
-        m = linear_weight(get_module(backend.module, name))[0].shape[1]
-        if m % 4:
-            raise InvalidArgument("method", f"lcqat needs in_features divisible by 4; {name} has {m}")
 
 
 def quant_config(params: QuantizeParams, seq_len: int) -> quantize.QuantConfig:
@@ -52,20 +42,24 @@ def quant_config(params: QuantizeParams, seq_len: int) -> quantize.QuantConfig:
 
 def run_quantize(params: QuantizeParams, ctx: JobContext) -> dict:
     ctx.progress(0, 1, stage="loading", message=f"{params.model.kind} model at {params.model.path}")
-    backend = sources.open_model(params.model)
-    _check_method(backend, params.method)
+    backend = data.open_model(params.model)
+    try:
+        methods.get(params.method).check(backend.module)
+    except ValueError as exc:
+        raise InvalidArgument("method", str(exc)) from None
     seq_len = min(params.seq_len, backend.max_length)
-    data = sources.token_data(backend, sources.load_texts(params.data), seq_len)
+    tokens = data.token_data(backend, data.load_texts(params.data), seq_len)
     cfg = quant_config(params, seq_len)
     teacher = backend.module.float()
-    student, info = quantize.quantize(teacher, data, cfg, _reporter(ctx))
+    student, info = quantize.quantize(teacher, tokens, cfg, _reporter(ctx))
     packed = quantize.pack(student)
-    val = data.valid_windows(seq_len, 32)
+    val = tokens.valid_windows(seq_len, 32)
     validation = {"base": _lm_metrics(teacher, val, backend.decode),
                   "quantized": _lm_metrics(packed, val, backend.decode)}
-    blob, manifest = checkpoint.save(packed, params.method, params.model.model_dump())
-    model_ref = ctx.put_artifact(sources.CHECKPOINT, blob, OCTET)
-    manifest_ref = ctx.put_json(sources.MANIFEST, manifest)
+    base = {"kind": params.model.kind, "path": params.model.path}
+    blob, manifest = checkpoint.save(packed, params.method, base)
+    model_ref = ctx.put_artifact(data.CHECKPOINT, blob, OCTET)
+    manifest_ref = ctx.put_json(data.MANIFEST, manifest)
     ctx.announce_model(model_ref, f"{params.method} {manifest['bits_per_weight']:g}-bit checkpoint of "
                        f"{params.model.kind} model {params.model.path} (manifest {manifest_ref['sha256']})")
     losses = info["losses"]
@@ -79,22 +73,21 @@ def run_quantize(params: QuantizeParams, ctx: JobContext) -> dict:
 
 
 def run_evaluate(params: EvaluateParams, ctx: JobContext) -> dict:
-    job_params, *shas = sources.quantize_job(ctx.store, ctx.tenant, params.quantize_job_id,
-                                             "quantize_job_id")
-    blob, manifest = sources.read_checkpoint(ctx.artifacts, *shas)
+    job_params, *shas = data.quantize_job(ctx.store, ctx.tenant, params.quantize_job_id, "quantize_job_id")
+    blob, manifest = data.read_checkpoint(ctx.artifacts, *shas)
     ctx.progress(0, 1, stage="loading", message=f"base model {job_params.model.path}")
-    backend = sources.open_model(job_params.model, "quantize_job_id.model")
+    backend = data.open_model(job_params.model, "quantize_job_id.model")
     base = backend.module.float()
     packed = checkpoint.load(blob, manifest, copy.deepcopy(base))
     seq_len = min(params.seq_len, backend.max_length)
-    data = sources.token_data(backend, sources.load_texts(params.data), seq_len)
-    windows = data.windows(seq_len, params.windows)
+    tokens = data.token_data(backend, data.load_texts(params.data), seq_len)
+    windows = tokens.windows(seq_len, params.windows)
     metrics = {}
     for i, (name, model) in enumerate((("base", base), ("quantized", packed))):
         metrics[name] = _lm_metrics(model, windows, backend.decode)
         ctx.progress(i + 1, 2, stage="perplexity", message=f"{name}: {metrics[name]['perplexity']:.3f}")
-    layers = quantize.layer_report(packed, base, data.calib(seq_len, 8, 0),
-                                   on_layer=lambda i, n, name: ctx.progress(i, n, "diagnostics", name))
+    layers = diagnostics.layer_report(packed, base, tokens.calib(seq_len, 8, 0),
+                                      on_layer=lambda i, n, name: ctx.progress(i, n, "diagnostics", name))
     report = {"quantize_job_id": params.quantize_job_id, "method": manifest["method"],
               "bits_per_weight": manifest["bits_per_weight"], **metrics,
               "perplexity_ratio": metrics["quantized"]["perplexity"] / metrics["base"]["perplexity"],

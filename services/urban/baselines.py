@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from paperworks.services.urban.encoder import FeatureSet
-from paperworks.services.urban.location import DEFAULT_SCALES, LocationEncoder
-from paperworks.services.urban.model import _mlp, contrastive_loss
-from paperworks.services.urban.train import PretrainConfig, batches, lr_factor
+from paperworks.services.urban.urbanfusion.encoder import FeatureSet
+from paperworks.services.urban.urbanfusion.location import DEFAULT_SCALES, LocationEncoder
+from paperworks.services.urban.urbanfusion.model import _mlp, contrastive_loss
+from paperworks.services.urban.urbanfusion.train import PretrainConfig, batches, lr_factor
 from paperworks.shared.threads import single_thread
 from torch import nn
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from paperworks.services.urban import world
+from paperworks.services.urban.data import world
 from paperworks.shared.devstack.demo import console, follow
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.tensors import from_numpy, to_numpy

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from paperworks.services.urban.baselines import concatenated_features
-from paperworks.services.urban.encoder import FeatureSet, UrbanEncoder
-from paperworks.services.urban.probe import ProbeKind, TaskType, fit_and_score
-from paperworks.shared.errors import InvalidArgument
+from paperworks.services.urban.probes import ProbeKind, TaskType, fit_and_score
+from paperworks.services.urban.urbanfusion.encoder import FeatureSet, UrbanEncoder
+from paperworks.services.urban.urbanfusion.errors import FieldError
 
 MIN_LABELED = 10
 
@@ -45,10 +45,11 @@ def infer_task_type(column: pd.Series) -> TaskType:
 
 def make_target(name: str, targets: pd.DataFrame, task_type: str, field: str,
                 classes: list[str] | None = None) -> Target:
-    """A target column as probe labels; `classes` fixes the class order (unknown labels -> -1)."""
+    """A target column as probe labels; `classes` fixes the class order (unknown labels -> -1).
+    A problem is a FieldError naming `field`."""
     if name not in targets.columns:
         known = ", ".join(map(str, targets.columns)) or "none"
-        raise InvalidArgument(field, f"dataset has no target {name!r} (targets: {known})")
+        raise FieldError(field, f"dataset has no target {name!r} (targets: {known})")
     column = targets[name]
     task = task_type or infer_task_type(column)
     if task == "regression":
@@ -60,12 +61,12 @@ def make_target(name: str, targets: pd.DataFrame, task_type: str, field: str,
         text = column.astype(str).to_numpy()
         classes = classes or sorted(set(text[labeled].tolist()))
         if len(classes) < 2:
-            raise InvalidArgument(field, f"target {name!r} needs at least two classes")
+            raise FieldError(field, f"target {name!r} needs at least two classes")
         index = {c: i for i, c in enumerate(classes)}
         y = np.array([index.get(v, -1) for v in text], np.int64)
     if labeled.sum() < MIN_LABELED:
-        raise InvalidArgument(field, f"target {name!r} has {int(labeled.sum())} labeled locations; "
-                                     f"at least {MIN_LABELED} needed")
+        raise FieldError(field, f"target {name!r} has {int(labeled.sum())} labeled locations; "
+                                f"at least {MIN_LABELED} needed")
     return Target(name, task, y, labeled, classes)
 
 

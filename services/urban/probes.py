@@ -8,18 +8,16 @@ without raw coordinates appended), and the scores the paper reports (R², macro 
 - `mlp`: one hidden layer of 128 GELU units, full-batch AdamW, early stopping on a 15%
   validation split (the best epoch's weights are kept).
 
-A probe is a small torch module plus its standardization, so it saves as safetensors.
+A probe is a small torch module plus its standardization, so it saves as safetensors
+(`paperworks.services.urban.checkpoint`).
 """
 from __future__ import annotations
 
-import json
 from typing import Literal
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load as st_load
-from safetensors.torch import save as st_save
 from torch import nn
 
 TaskType = Literal["regression", "classification"]
@@ -179,26 +177,6 @@ class Probe:
         if self.task_type == "regression":
             return r2_score(y, pred)
         return macro_f1(y, pred, len(self.classes))
-
-    # --- checkpoint --------------------------------------------------------------------------------
-
-    def to_bytes(self, extra: dict | None = None) -> bytes:
-        tensors = {f"net.{k}": v.contiguous() for k, v in self.net.state_dict().items()}
-        tensors["x_mean"], tensors["x_std"] = torch.from_numpy(self.x_mean), torch.from_numpy(self.x_std)
-        meta = {"task_type": self.task_type, "kind": self.kind, "in_dim": self.in_dim,
-                "classes": self.classes, "y_mean": self.y_mean, "y_std": self.y_std, "extra": extra or {}}
-        return st_save(tensors, metadata={"probe": json.dumps(meta)})
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> tuple[Probe, dict]:
-        size = int.from_bytes(data[:8], "little")
-        meta = json.loads(json.loads(data[8:8 + size])["__metadata__"]["probe"])
-        tensors = st_load(data)
-        probe = cls(meta["task_type"], meta["kind"], meta["in_dim"], meta["classes"])
-        probe.net.load_state_dict({k[4:]: v for k, v in tensors.items() if k.startswith("net.")})
-        probe.x_mean, probe.x_std = tensors["x_mean"].numpy(), tensors["x_std"].numpy()
-        probe.y_mean, probe.y_std = meta["y_mean"], meta["y_std"]
-        return probe, meta["extra"]
 
 
 def fit_and_score(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray,

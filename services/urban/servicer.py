@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
-from paperworks.services.urban.encoder import UrbanEncoder
-from paperworks.services.urban.inputs import feature_set, used_modalities
-from paperworks.services.urban.probe import Probe
-from paperworks.services.urban.sources import job_artifact
-from paperworks.shared.errors import InvalidArgument
+from paperworks.services.urban.checkpoint import encoder_from_bytes, probe_from_bytes
+from paperworks.services.urban.data import feature_set, used_modalities
+from paperworks.services.urban.probes import Probe
+from paperworks.services.urban.spec import invalid_arguments
+from paperworks.services.urban.urbanfusion.encoder import UrbanEncoder
+from paperworks.shared.job_refs import job_artifact
 from paperworks.shared.rpc.model_cache import ModelCache
 from paperworks.shared.rpc.runtime import ServiceRuntime
 from paperworks.shared.rpc.status import rpc_method
@@ -37,30 +38,29 @@ class UrbanServicer(urban_pb2_grpc.UrbanServiceServicer):
         return urban_pb2.SubmitEvaluateResponse(job=await self.rt.submit(context, "evaluate", request))
 
     def _encoder(self, tenant: str, job_id: str, field: str) -> UrbanEncoder:
-        if not job_id:
-            raise InvalidArgument(field, "required")
-        data, sha = job_artifact(self.rt.store, self.rt.artifacts, tenant, job_id, "pretrain",
-                                 "model.safetensors", field)
-        return self.cache.get(sha, lambda: UrbanEncoder.from_bytes(data))
+        data, sha = job_artifact(self.rt.store, self.rt.artifacts, tenant, "urban", job_id,
+                                 "model.safetensors", field, kind="pretrain")
+        return self.cache.get(sha, lambda: encoder_from_bytes(data))
 
     def _probe(self, tenant: str, job_id: str) -> tuple[Probe, dict]:
-        if not job_id:
-            raise InvalidArgument("task_job_id", "required")
-        data, sha = job_artifact(self.rt.store, self.rt.artifacts, tenant, job_id, "fit_task",
-                                 "probe.safetensors", "task_job_id")
-        return self.cache.get(sha, lambda: Probe.from_bytes(data))
+        data, sha = job_artifact(self.rt.store, self.rt.artifacts, tenant, "urban", job_id,
+                                 "probe.safetensors", "task_job_id", kind="fit_task")
+        return self.cache.get(sha, lambda: probe_from_bytes(data))
 
     def _embed(self, tenant: str, request) -> urban_pb2.EmbedResponse:
-        encoder = self._encoder(tenant, request.pretrain_job_id, "pretrain_job_id")
-        fs = feature_set(encoder, request.locations, request.use_modalities)
-        return urban_pb2.EmbedResponse(embeddings=from_numpy(encoder.embed(fs).astype(np.float32)),
+        with invalid_arguments():
+            encoder = self._encoder(tenant, request.pretrain_job_id, "pretrain_job_id")
+            fs = feature_set(encoder, request.locations, request.use_modalities)
+            embeddings = encoder.embed(fs)
+        return urban_pb2.EmbedResponse(embeddings=from_numpy(embeddings.astype(np.float32)),
                                        ids=list(fs.ids), used_modalities=used_modalities(fs))
 
     def _predict(self, tenant: str, request) -> urban_pb2.PredictResponse:
         probe, extra = self._probe(tenant, request.task_job_id)
-        encoder = self._encoder(tenant, extra["pretrain_job_id"], "task_job_id")
-        fs = feature_set(encoder, request.locations, request.use_modalities or extra["modalities"])
-        x = encoder.embed(fs)
+        with invalid_arguments():
+            encoder = self._encoder(tenant, extra["pretrain_job_id"], "task_job_id")
+            fs = feature_set(encoder, request.locations, request.use_modalities or extra["modalities"])
+            x = encoder.embed(fs)
         if extra["append_coordinates"]:
             x = np.hstack([x, np.stack([fs.lat, fs.lon], axis=1).astype(np.float32)])
         reply = urban_pb2.PredictResponse(target=extra["target"], task_type=probe.task_type, ids=list(fs.ids))

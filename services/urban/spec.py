@@ -1,22 +1,33 @@
 """The urban service as the platform sees it: UrbanFusion pretraining, downstream tasks, evaluation.
 
-Import-light (pydantic only): the CLI, the stack and the dispatcher read it. A 0 or an
-empty value in a request means the documented default, as proto3 cannot tell them apart.
+Import-light (pydantic, the error types): the CLI, the stack and the dispatcher read it. A request field whose
+zero is not its default is `optional` in the proto; left unset, it is absent here and the default
+below applies (an explicit 0 is validated like any other value).
 """
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Literal
 
+from paperworks.services.urban.urbanfusion.errors import FieldError
+from paperworks.shared.errors import InvalidArgument
 from paperworks.shared.registry import JobKind, ServiceSpec
-from pydantic import BaseModel, BeforeValidator, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 
-def _default(value):
-    return BeforeValidator(lambda v: value if v in (0, 0.0, "0", "", None) else v)
+@contextmanager
+def invalid_arguments() -> Iterator[None]:
+    """The method code's FieldError (an input it cannot use) as INVALID_ARGUMENT on that field: the
+    job handlers and the gRPC edge run the method inside this."""
+    try:
+        yield
+    except FieldError as exc:
+        raise InvalidArgument(exc.field, exc.message) from None
 
 
 class SyntheticWorldParams(BaseModel):
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
-    cities: Annotated[int, _default(6), Field(ge=1, le=64)] = 6
-    locations_per_city: Annotated[int, _default(600), Field(ge=20, le=20_000)] = 600
+    cities: int = Field(default=6, ge=1, le=64)
+    locations_per_city: int = Field(default=600, ge=20, le=20_000)
     missing_rate: float = Field(default=0.0, ge=0.0, le=0.9)
 
 
@@ -39,14 +50,14 @@ class PretrainParams(BaseModel):
     modalities: list[Name] = Field(default_factory=list, max_length=32)
     exclude_regions: list[str] = Field(default_factory=list, max_length=1000)
     extractors: dict[Name, str] = Field(default_factory=dict)
-    embed_dim: Annotated[int, _default(64), Field(ge=16, le=512)] = 64
-    layers: Annotated[int, _default(2), Field(ge=1, le=8)] = 2
-    heads: Annotated[int, _default(4), Field(ge=1, le=16)] = 4
+    embed_dim: int = Field(default=64, ge=16, le=512)
+    layers: int = Field(default=2, ge=1, le=8)
+    heads: int = Field(default=4, ge=1, le=16)
     reconstruction_weight: float = Field(default=0.0625, ge=0.0, le=1.0)
     view_overlap: float = Field(default=0.0, ge=0.0, le=1.0)
-    steps: Annotated[int, _default(400), Field(ge=1, le=100_000)] = 400
-    batch_size: Annotated[int, _default(256), Field(ge=8, le=4096)] = 256
-    learning_rate: Annotated[float, _default(2e-3), Field(gt=0.0, le=1.0)] = 2e-3
+    steps: int = Field(default=400, ge=1, le=100_000)
+    batch_size: int = Field(default=256, ge=8, le=4096)
+    learning_rate: float = Field(default=2e-3, gt=0.0, le=1.0)
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
 
     @model_validator(mode="after")
@@ -57,7 +68,7 @@ class PretrainParams(BaseModel):
 
 
 TaskTypeName = Literal["regression", "classification"]
-ProbeName = Annotated[Literal["linear", "mlp"], _default("linear")]
+ProbeName = Literal["linear", "mlp"]
 JobId = Annotated[str, Field(min_length=1, max_length=128)]
 
 
@@ -70,7 +81,7 @@ class FitTaskParams(BaseModel):
     append_coordinates: bool = False
     modalities: list[Name] = Field(default_factory=list, max_length=33)
     holdout_region: str = ""
-    test_fraction: Annotated[float, _default(0.3), Field(ge=0.05, le=0.5)] = 0.3
+    test_fraction: float = Field(default=0.3, ge=0.05, le=0.5)
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
 
 
@@ -90,7 +101,7 @@ class EvaluateParams(BaseModel):
     probe: ProbeName = "linear"
     subsets: list[SubsetParams] = Field(default_factory=list, max_length=64)
     leave_one_region_out: bool = False
-    test_fraction: Annotated[float, _default(0.3), Field(ge=0.05, le=0.5)] = 0.3
+    test_fraction: float = Field(default=0.3, ge=0.05, le=0.5)
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
 
 
@@ -100,6 +111,7 @@ SPEC = ServiceSpec(
     servicer="paperworks.services.urban.servicer:UrbanServicer",
     grpc_module="paperworks.urban.v1.urban_pb2_grpc",
     grpc_service="UrbanService",
+    port=50057,
     kinds={
         "pretrain": JobKind(
             name="pretrain", params=PretrainParams, handler="paperworks.services.urban.tasks:run_pretrain",

@@ -1,35 +1,34 @@
-"""The urban jobs: thin handlers that load inputs, call the method modules, store artifacts."""
+"""The urban jobs: thin handlers that load inputs, call the method modules, store artifacts.
+The method's input errors (FieldError) become INVALID_ARGUMENT on their field."""
 from __future__ import annotations
 
 import io
 
 import numpy as np
 import pandas as pd
-from paperworks.services.urban import maps
-from paperworks.services.urban.dataset import COORDINATES, Dataset
-from paperworks.services.urban.encoder import FeatureSet, UrbanEncoder
-from paperworks.services.urban.evaluate import (
+from paperworks.services.urban import figures
+from paperworks.services.urban.checkpoint import encoder_from_bytes, encoder_to_bytes, probe_to_bytes
+from paperworks.services.urban.data import COORDINATES, Dataset, load_dataset
+from paperworks.services.urban.evaluation import (
     default_subsets,
     evaluate,
     make_target,
     random_split,
     raw_coordinates,
 )
-from paperworks.services.urban.probe import Probe
-from paperworks.services.urban.sources import job_artifact, load_dataset
-from paperworks.services.urban.spec import EvaluateParams, FitTaskParams, PretrainParams
-from paperworks.services.urban.train import PretrainConfig, pretrain
+from paperworks.services.urban.probes import Probe
+from paperworks.services.urban.spec import EvaluateParams, FitTaskParams, PretrainParams, invalid_arguments
+from paperworks.services.urban.urbanfusion.encoder import FeatureSet, UrbanEncoder
+from paperworks.services.urban.urbanfusion.train import PretrainConfig, pretrain
 from paperworks.shared.errors import InvalidArgument
 from paperworks.shared.tasks.context import JobContext
 
 PARQUET = "application/vnd.apache.parquet"
 
 
-
 def _encoder(ctx: JobContext, job_id: str) -> UrbanEncoder:
-    data, _ = job_artifact(ctx.store, ctx.artifacts, ctx.tenant, job_id, "pretrain", "model.safetensors",
-                           "pretrain_job_id")
-    return UrbanEncoder.from_bytes(data)
+    data, _ = ctx.job_artifact("urban", job_id, "model.safetensors", "pretrain_job_id", kind="pretrain")
+    return encoder_from_bytes(data)
 
 
 def _parquet(frame: pd.DataFrame) -> bytes:
@@ -57,6 +56,7 @@ def _exclude_regions(dataset: Dataset, regions: list[str]) -> Dataset:
     return dataset.take(kept)
 
 
+@invalid_arguments()
 def run_pretrain(params: PretrainParams, ctx: JobContext) -> dict:
     ctx.progress(0, params.steps, stage="loading", message="reading the dataset")
     dataset = load_dataset(params.dataset).select_modalities(params.modalities)
@@ -75,13 +75,13 @@ def run_pretrain(params: PretrainParams, ctx: JobContext) -> dict:
                              f"reconstruction {losses['reconstruction']:.3f})")
 
     history = pretrain(encoder, fs, config, on_step)
-    model = ctx.put_artifact("model.safetensors", encoder.to_bytes(), "application/octet-stream")
+    model = ctx.put_artifact("model.safetensors", encoder_to_bytes(encoder), "application/octet-stream")
     ctx.announce_model(model, f"location encoder, {encoder.dim}-d embeddings")
     embedding = encoder.embed(fs)
     frame = pd.DataFrame({"id": fs.ids, "region": fs.region, "lat": fs.lat, "lon": fs.lon})
     frame = pd.concat([frame, pd.DataFrame(embedding, columns=[f"e{i}" for i in range(encoder.dim)])], axis=1)
     ctx.put_artifact("embeddings.parquet", _parquet(frame), PARQUET)
-    png = maps.embedding_map(fs.lat, fs.lon, fs.region, embedding)
+    png = figures.embedding_map(fs.lat, fs.lon, fs.region, embedding)
     ctx.put_artifact("embedding_map.png", png, "image/png")
     tail = history[-max(1, len(history) // 10):]
     return {
@@ -94,6 +94,7 @@ def run_pretrain(params: PretrainParams, ctx: JobContext) -> dict:
     }
 
 
+@invalid_arguments()
 def run_fit_task(params: FitTaskParams, ctx: JobContext) -> dict:
     encoder = _encoder(ctx, params.pretrain_job_id)
     dataset = load_dataset(params.dataset)
@@ -125,7 +126,7 @@ def run_fit_task(params: FitTaskParams, ctx: JobContext) -> dict:
     served, x = probes[params.append_coordinates], variants[params.append_coordinates]
     extra = {"pretrain_job_id": params.pretrain_job_id, "target": target.name,
              "append_coordinates": params.append_coordinates, "modalities": params.modalities}
-    ctx.put_artifact("probe.safetensors", served.to_bytes(extra), "application/octet-stream")
+    ctx.put_artifact("probe.safetensors", probe_to_bytes(served, extra), "application/octet-stream")
     split = np.full(len(fs), "", dtype=object)
     split[train], split[test] = "train", "test"
     pred = served.predict(x[rows])
@@ -135,7 +136,7 @@ def run_fit_task(params: FitTaskParams, ctx: JobContext) -> dict:
                           "prediction": labels(pred)})
     ctx.put_artifact("predictions.parquet", _parquet(frame), PARQUET)
     shown = test if params.holdout_region else rows[fs.region[rows] == fs.region[test[0]]]
-    ctx.put_artifact("prediction_map.png", maps.prediction_map(
+    ctx.put_artifact("prediction_map.png", figures.prediction_map(
         fs.lat[shown], fs.lon[shown], target.y[shown], served.predict(x[shown]),
         f"{target.name} in {fs.region[shown[0]]}", categorical=bool(target.classes)), "image/png")
     ctx.progress(3, 3, stage="done", message="probe stored")
@@ -145,6 +146,7 @@ def run_fit_task(params: FitTaskParams, ctx: JobContext) -> dict:
             "test_locations": int(len(test)), "classes": target.classes}
 
 
+@invalid_arguments()
 def run_evaluate(params: EvaluateParams, ctx: JobContext) -> dict:
     encoder = _encoder(ctx, params.pretrain_job_id)
     dataset = load_dataset(params.dataset)

@@ -8,10 +8,11 @@ defaults subclasses it (the quantizer takes local models only; bias adds models 
 from __future__ import annotations
 
 from typing import Literal
+from urllib.parse import urlparse
 
 from paperworks.shared.backends.errors import InvalidModel
 from paperworks.shared.backends.ref import ModelRef
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 
 class ModelSpec(BaseModel):
@@ -21,13 +22,38 @@ class ModelSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["openai", "hf", "tiny"]
-    path: str = Field(default="", max_length=4096)
-    url: str = ""
-    model: str = ""
+    path: str = Field(default="", max_length=4096, validate_default=True)
+    url: str = Field(default="", validate_default=True)
+    model: str = Field(default="", validate_default=True)
     api_key_env: str = ""
     timeout_s: float = Field(default=60.0, gt=0, le=3600)
     max_retries: int = Field(default=3, ge=0, le=10)
     max_concurrency: int = Field(default=4, ge=1, le=64)
+
+    # One check per field, so a refusal names the field (`target.url`, not `target`); the same
+    # rules ModelRef enforces, which `_usable` then confirms.
+    @field_validator("path")
+    @classmethod
+    def _local_path(cls, value: str, info: ValidationInfo) -> str:
+        if info.data.get("kind") in ("hf", "tiny") and not value:
+            raise ValueError(f"a {info.data['kind']} model needs a local directory path")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str, info: ValidationInfo) -> str:
+        parsed = urlparse(value)
+        web = parsed.scheme in ("http", "https") and parsed.netloc
+        if info.data.get("kind") == "openai" and not web:
+            raise ValueError(f"needs an http(s) base URL like http://host:8000/v1, got {value!r}")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _served_model(cls, value: str, info: ValidationInfo) -> str:
+        if info.data.get("kind") == "openai" and not value:
+            raise ValueError("an openai endpoint needs the served model name")
+        return value
 
     @model_validator(mode="after")
     def _usable(self):

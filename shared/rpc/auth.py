@@ -11,6 +11,7 @@ import hmac
 import logging
 
 import grpc
+from paperworks.shared.errors import Unauthenticated
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class Authenticator:
     def tenant_of(self, context: grpc.aio.ServicerContext) -> str:
         tenant = self.tenant_for(context.invocation_metadata())
         if tenant is None:  # the interceptor already rejected this call
-            raise PermissionError("unauthenticated call reached a handler")
+            raise Unauthenticated("unauthenticated call reached a handler")
         return tenant
 
 
@@ -71,13 +72,13 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
 
 
 def _rejecting(handler):
-    message = "missing or invalid bearer token (metadata 'authorization: Bearer <token>')"
+    error = Unauthenticated("missing or invalid bearer token (metadata 'authorization: Bearer <token>')")
 
     async def unary(request, context):
-        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+        await context.abort(grpc.StatusCode[error.code], error.message)
 
     async def stream(request, context):
-        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+        await context.abort(grpc.StatusCode[error.code], error.message)
         yield  # pragma: no cover - makes this an async generator
 
     kwargs = dict(

@@ -41,11 +41,11 @@ from paperworks.services.bias.cab.placeholders import parse_template  # noqa: E4
 from paperworks.services.bias.cab.question import Question, question_id  # noqa: E402
 from paperworks.services.bias.cab.search import SearchConfig, run_search  # noqa: E402
 from paperworks.services.bias.cab.taxonomy import DEFAULT_TAXONOMY  # noqa: E402
+from paperworks.services.bias.data import open_model  # noqa: E402
 from paperworks.services.bias.embedder import get_embedder  # noqa: E402
 from paperworks.services.bias.mcq.audit import evaluate_mcq  # noqa: E402
-from paperworks.services.bias.mcq.data import nonsense_qa  # noqa: E402
 from paperworks.services.bias.mcq.evaluate import MCQSettings  # noqa: E402
-from paperworks.services.bias.models import open_model  # noqa: E402
+from paperworks.services.bias.mcq.nonsenseqa import nonsense_qa  # noqa: E402
 from paperworks.services.bias.spec import ModelSpec  # noqa: E402
 from reproduction.bias.openai_server import LocalOpenAIServer  # noqa: E402
 from reproduction.bias.shortcut_model import (  # noqa: E402

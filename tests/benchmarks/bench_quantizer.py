@@ -2,7 +2,7 @@
 same run, plus tokens/s of packed 2-bit generation against the fp32 model on this CPU.
 
 - quality: a TinyDecoder (dim 128, 4 layers, context 128) trained on 200 stdlib files, then
-  claims 1 and 2 of paperworks.services.quantizer.experiments with BENCH_QUANTIZER_STEPS QAT
+  claims 1 and 2 of tests/reproduction/quantizer/experiments.py with BENCH_QUANTIZER_STEPS QAT
   steps (LC-QAT gets a tenth of them);
 - speed: greedy generation of 64 tokens (batch 1, KV cache) through the shared backend's
   decoding loop, fp32 vs the same model with every block projection packed (RaBiT binary2 on
@@ -19,17 +19,23 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 from pathlib import Path
 
 import torch
-from paperworks.kernels import ops
-from paperworks.services.quantizer import experiments, lcqat, quantize, rabit
-from paperworks.services.quantizer.common import find_linears, get_module, set_module
-from paperworks.shared.backends.tiny import TinyBackend
-from paperworks.shared.backends.tiny_model import TinyConfig, TinyDecoder
 
-RESULTS = Path(__file__).resolve().parent / "results"
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # tests/: the experiment drivers live in tests/reproduction
+
+from paperworks.kernels import ops  # noqa: E402
+from paperworks.services.quantizer import lcqat, quantize, rabit  # noqa: E402
+from paperworks.services.quantizer.linears import find_linears, get_module, set_module  # noqa: E402
+from paperworks.shared.backends.tiny import TinyBackend  # noqa: E402
+from paperworks.shared.backends.tiny_model import TinyConfig, TinyDecoder  # noqa: E402
+from reproduction.quantizer import experiments  # noqa: E402
+
+RESULTS = HERE / "results"
 STEPS = int(os.environ.get("BENCH_QUANTIZER_STEPS", "600"))
 TEACHER_STEPS = int(os.environ.get("BENCH_QUANTIZER_TEACHER_STEPS", "1500"))
 PROMPT = "def __init__(self"

@@ -1,7 +1,7 @@
 """UrbanFusion at a larger scale than the reproduction tests, with every baseline trained in the
 same run, plus Embed throughput and latency.
 
-- claims 1-3 (see paperworks.services.urban.experiments) on 8 cities x 800 locations, 1200 steps;
+- claims 1-3 (see tests/reproduction/urban/experiments.py) on 8 cities x 800 locations, 1200 steps;
 - claim 3b leave-one-city-out over all 8 cities (the Evaluate job's protocol), and city_00 also
   with an encoder that never saw it (pretrained on the other cities);
 - Embed: the servicer's path without the transport (request Locations -> validation -> frozen
@@ -17,17 +17,23 @@ from __future__ import annotations
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from paperworks.services.urban import experiments, maps, world
-from paperworks.services.urban.inputs import feature_set
-from paperworks.shared.rpc.tensors import from_numpy
-from paperworks.urban.v1 import urban_pb2
 
-RESULTS = Path(__file__).resolve().parent / "results"
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # tests/: the experiment drivers live in tests/reproduction
+
+from paperworks.services.urban import figures  # noqa: E402
+from paperworks.services.urban.data import feature_set, world  # noqa: E402
+from paperworks.shared.rpc.tensors import from_numpy  # noqa: E402
+from paperworks.urban.v1 import urban_pb2  # noqa: E402
+from reproduction.urban import experiments  # noqa: E402
+
+RESULTS = HERE / "results"
 STEPS = int(os.environ.get("BENCH_URBAN_STEPS", "1200"))
 PER_CITY = int(os.environ.get("BENCH_URBAN_LOCATIONS", "800"))
 
@@ -163,7 +169,7 @@ def main() -> None:
     (RESULTS / "urban.json").write_text(json.dumps(results, indent=1))
     emb = run.fusion.embed(run.train_fs)
     (RESULTS / "urban_embedding_map.png").write_bytes(
-        maps.embedding_map(run.train_fs.lat, run.train_fs.lon, run.train_fs.region, emb)
+        figures.embedding_map(run.train_fs.lat, run.train_fs.lon, run.train_fs.region, emb)
     )
     print(table(results))
 

@@ -22,3 +22,10 @@ def test_paths_are_free_without_a_root_and_confined_with_one(tmp_path, monkeypat
         assert exc.value.field == "dataset.path" and "PAPERWORKS_URBAN_DATA_ROOT" in exc.value.message
     # another service's root does not confine this one
     assert server_path(str(outside), "router", "local.model.path") == outside.resolve()
+
+
+def test_a_path_the_os_cannot_take_is_refused_naming_the_field():
+    for bad in ("a\0b", "~no-such-user-here/x", "x" * 5000):
+        with pytest.raises(InvalidArgument) as exc:
+            server_path(bad, "quantizer", "model.path")
+        assert exc.value.field == "model.path"

@@ -1,1 +1,17 @@
-"""ABCD (arXiv 2602.17445): the Matched-and-Dashed MCQ protocol and NonsenseQA."""
+"""ABCD: *All Biases Come Disguised* (Nowak, Cadet & Chin), ICML 2026, arXiv 2602.17445:
+bias-reduced multiple-choice evaluation.
+
+Implements:
+- `render.py` (§4): the standard lettered prompt and Matched-and-Dashed (M&D, every option
+  labelled with the same dash, answers written out in full), and the option permutations both
+  are evaluated over;
+- `match.py` (§4.2): a response mapped to an option, a letter for the standard format, the
+  sentence-similarity nearest option (with its margin) for M&D;
+- `evaluate.py`, `audit.py` (§§4-5): both protocols over every permutation, with few-shot demos
+  and the answer-moving attack; accuracy per permutation and its variance, selection histograms,
+  demo-majority agreement, and the variance ratio standard / M&D;
+- `nonsenseqa.py` (§3): MCQ items and NonsenseQA, questions of random words whose golds are
+  spread evenly over the positions, so no label, position or few-shot cue is informative.
+
+Pure Python/NumPy over the shared model backends: no platform imports.
+"""

@@ -12,7 +12,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from paperworks.services.bias.embedder import SentenceEmbedder
-from paperworks.services.bias.mcq.data import MCQItem
 from paperworks.services.bias.mcq.evaluate import (
     MCQSettings,
     Selection,
@@ -21,6 +20,7 @@ from paperworks.services.bias.mcq.evaluate import (
     run_permutation,
     variance_ratio,
 )
+from paperworks.services.bias.mcq.nonsenseqa import MCQItem
 from paperworks.services.bias.mcq.render import permutations
 from paperworks.shared.backends import ModelBackend
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from paperworks.services.bias.embedder import SentenceEmbedder
-from paperworks.services.bias.mcq.data import LETTERS, MCQItem
 from paperworks.services.bias.mcq.match import Match, match_text, parse_letter
+from paperworks.services.bias.mcq.nonsenseqa import LETTERS, MCQItem
 from paperworks.services.bias.mcq.render import DASH, render_prompt
 from paperworks.shared.backends import ModelBackend
 

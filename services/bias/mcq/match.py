@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from paperworks.services.bias.embedder import SentenceEmbedder
-from paperworks.services.bias.mcq.data import LETTERS
+from paperworks.services.bias.mcq.nonsenseqa import LETTERS
 
 
 @dataclass(frozen=True)

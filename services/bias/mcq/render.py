@@ -15,9 +15,8 @@ import math
 import random
 from collections.abc import Sequence
 
-from paperworks.services.bias.mcq.data import LETTERS, MCQItem
+from paperworks.services.bias.mcq.nonsenseqa import LETTERS, MCQItem
 
-PROTOCOLS = ("standard", "md")
 DASH = "-"
 HEADERS = {
     "standard": "Answer with the letter of the correct option.",

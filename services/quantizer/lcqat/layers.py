@@ -1,45 +1,6 @@
-"""LC-QAT: 2-bit weight-only vector QAT through a linear-constrained codebook
-(ICML 2026, arXiv 2606.10531). Its scalar 2-bit baselines live in `scalar.py`.
-
-*Incoherence processing* (Sec. 3.1): with random-sign block Hadamards U = H D_out, V = H D_in
-(orthogonal) and a learned per-input-channel scale c, a linear y = W x runs as
-
-    y = U^T (s * Q(W~) (V (x / c))),   W~ = U W diag(c) V^T / s   (s: learned per-row scale),
-
-so the quantized matrix Q(W~) sees incoherent, near-Gaussian weights.
-
-*Linear-constrained codebook* (Sec. 3.2, Eq. 3): the 256 codewords of a 4-D vector are an
-affine image of the 2-bit integer grid, c(z) = A z + b with z in {0..3}^4, A (4x4) and b (4)
-per weight matrix, so a code is the 8-bit index of z (2 bits per weight).
-
-*PTQ initialization* (Sec. 3.3): Hessian-aware sequential rounding - GPTQ over 4-column blocks
-with H = E[x~ x~^T] from calibration data, in act-order (the blocks with the largest diag(H)
-first): each block is rounded to its nearest codeword and the error, scaled by the
-inverse-Hessian Cholesky factor, is pushed onto the blocks not yet rounded; A and b are then
-refitted to the chosen z by least squares weighted by the Hessian (and the squared row scales),
-i.e. to minimise the layer's output error on the calibration inputs (two rounds). Then *block
-reconstruction fine-tuning*: per transformer block, the continuous parameters (A, b, s, c) are
-fitted so that the block's output on the full-precision block input matches the full-precision
-block; optionally (`latent_lr` > 0) the code latents train with them, through QAT's rounding
-and surrogate (below), and are rounded back into codes. Optionally (`end_to_end`, our
-extension) the whole model then fits the QAT objective on the same calibration windows (all
-layers' A, b, s, c and code latents).
-
-*QAT* (Sec. 3.4): a continuous latent V in z-space, z = clamp(round(V), 0, 3) rounded per
-coordinate (no nearest-codeword search, no lookup in the forward), W~ = A z + b, and the DGE
-surrogate gradient for round: d round(v)/dv ~ (1/k) |2 (v - floor(v) - 1/2)|^(1/k - 1), capped
-at `DGE_MAX` (k = `DGE_K`). V starts at the PTQ z exactly, so the step-0 QAT model is the
-PTQ model (the PTQ layer computes through the codebook lookup, the QAT layer through
-per-coordinate rounding; the tests check they agree).
-
-*Inference* (Sec. 3.5): A and b fold into the activations, (A z + b) . x_q = z . (A^T x_q) +
-b . x_q, leaving a plain 2-bit integer matvec: `ops.lattice_linear`.
-
-Design choices: Hadamard blocks are the largest power of two dividing the width (<= 256);
-1% diagonal damping; block fine-tuning uses Adam for `block_steps` steps per block, on the
-calibration windows 16 at a time, and may train the code latents too (our choice; the paper's
-block reconstruction fits the continuous parameters with the codes fixed); DGE k = 4.
-"""
+"""LC-QAT's layers: the incoherence rotation, the DGE rounding, the layer with its Hessian-aware
+PTQ and QAT modes, and the packed inference form. The method is described in the package
+docstring."""
 
 from __future__ import annotations
 
@@ -49,8 +10,6 @@ import torch
 import torch.nn.functional as F
 from paperworks.kernels import ops, packing
 from torch import nn
-
-from .common import distill_loss, forward, is_linear
 
 DGE_K, DGE_MAX = 4.0, 3.0
 GRID = torch.stack([(torch.arange(256) >> (2 * j)) & 3 for j in range(4)], -1).float()  # (256, 4)
@@ -239,112 +198,3 @@ class PackedLatticeLinear(nn.Module):
         y = ops.lattice_linear(xt, self.codes, self.a, self.b, self.scale[:, None], group_size=m)
         y = self.rot_out.inverse(y)
         return (y if self.bias is None else y + self.bias).to(x.dtype)
-
-
-# ---- block reconstruction fine-tuning ----
-def lc_layers(module: nn.Module) -> list[LCLinear]:
-    return [m for m in module.modules() if isinstance(m, LCLinear)]
-
-
-def find_blocks(module: nn.Module) -> nn.ModuleList:
-    for _, m in module.named_modules():
-        if isinstance(m, nn.ModuleList) and len(m) and any(is_linear(c) or isinstance(c, LCLinear)
-                                                           for c in m[0].modules()):
-            return m
-    raise ValueError("no list of transformer blocks found")
-
-
-def _first(out):
-    return out[0] if isinstance(out, tuple | list) else out
-
-
-def _optimizer(layers: list[LCLinear], lr: float, latent_lr: float) -> torch.optim.Adam:
-    """Adam over the layers' continuous parameters (A, b, s, c) at `lr` and, where `latent_lr` > 0,
-    their code latents (switched to QAT's rounding and surrogate) at `latent_lr`."""
-    groups = [{"params": [p for m in layers for p in (m.a, m.b, m.scale, m.in_scale)], "lr": lr}]
-    if latent_lr > 0:
-        for m in layers:
-            m.start_qat()
-        groups.append({"params": [m.latent for m in layers], "lr": latent_lr})
-    for group in groups:
-        for p in group["params"]:
-            p.requires_grad_(True)
-    return torch.optim.Adam(groups)
-
-
-def _round_back(layers: list[LCLinear]) -> None:
-    """Latents back into codes, so the next stage (or QAT's step 0) starts exactly here."""
-    for m in layers:
-        if m.mode == "qat":
-            m.finish_qat()
-
-
-def block_reconstruction(student: nn.Module, teacher: nn.Module, ids: torch.Tensor, *, steps: int,
-                         lr: float = 1e-3, latent_lr: float = 0.0, batch: int = 16,
-                         on_block=None) -> list[float]:
-    """Fits each block's LC parameters to the teacher block's output on the teacher block's input
-    (Adam, `steps` steps per block, cycling over the calibration windows `batch` at a time);
-    returns the final relative MSE per block over all the windows.
-
-    With `latent_lr` = 0 the codes stay fixed and only the continuous parameters (A, b, s, c)
-    train. With `latent_lr` > 0 the block's code latents train too (at that lr), through the same
-    per-coordinate rounding and DGE surrogate as QAT, started at the rounded codes; they are
-    rounded back into codes at the end of the block (so the QAT start is still exactly this model).
-    """
-    t_blocks, s_blocks = find_blocks(teacher), find_blocks(student)
-    chunks = []  # per chunk of windows: per block (args, kwargs, output) of the teacher
-    hooks = [b.register_forward_hook(lambda m, a, k, o: chunks[-1].append((a, k, _first(o).detach())),
-                                     with_kwargs=True) for b in t_blocks]
-    try:
-        with torch.no_grad():
-            for c0 in range(0, len(ids), batch):
-                chunks.append([])
-                forward(teacher, ids[c0 : c0 + batch])
-    finally:
-        for h in hooks:
-            h.remove()
-
-    def rel_mse(blk, i, chunk):
-        args, kwargs, target = chunk[i]
-        return (_first(blk(*args, **kwargs)) - target).pow(2).mean() / target.pow(2).mean().clamp_min(1e-12)
-
-    result = []
-    for i, blk in enumerate(s_blocks):
-        layers = lc_layers(blk)
-        opt = _optimizer(layers, lr, latent_lr)
-        for step in range(steps):
-            loss = rel_mse(blk, i, chunks[step % len(chunks)])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-        _round_back(layers)
-        with torch.no_grad():
-            errors = [float(rel_mse(blk, i, chunk)) for chunk in chunks]
-        result.append(sum(errors) / len(errors))
-        if on_block:
-            on_block(i + 1, len(s_blocks), result[-1])
-    return result
-
-
-def end_to_end(student: nn.Module, teacher: nn.Module, ids: torch.Tensor, *, steps: int, lr: float = 1e-3,
-               latent_lr: float = 0.0, batch: int = 16, hidden_weight: float = 1.0,
-               on_step=None) -> list[float]:
-    """End-to-end fine-tuning on the calibration windows (cycled `batch` at a time, Adam at a constant
-    lr): the QAT objective (KL to the teacher + hidden-state MSE) over every layer's A, b, s, c and,
-    where `latent_lr` > 0, the code latents (QAT's rounding and DGE surrogate), rounded back into
-    codes at the end (so the QAT start is still exactly this model). Returns the per-step losses;
-    `on_step(step, steps, loss)` hears each one."""
-    layers = lc_layers(student)
-    opt = _optimizer(layers, lr, latent_lr)
-    losses = []
-    for step in range(steps):
-        c0 = (step * batch) % len(ids)
-        loss, _, _ = distill_loss(student, teacher, ids[c0 : c0 + batch], hidden_weight)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-        if on_step:
-            on_step(step + 1, steps, losses[-1])
-    _round_back(layers)
-    return losses

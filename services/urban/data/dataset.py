@@ -22,9 +22,9 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
+from paperworks.services.urban.urbanfusion.model import COORDINATES
 from paperworks.shared.errors import InvalidArgument
 
-COORDINATES = "coordinates"
 RESERVED = {"locations", "targets", COORDINATES}
 
 

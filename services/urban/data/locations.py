@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from paperworks.services.urban.dataset import COORDINATES
-from paperworks.services.urban.encoder import FeatureSet, UrbanEncoder
+from paperworks.services.urban.urbanfusion.encoder import FeatureSet, UrbanEncoder
+from paperworks.services.urban.urbanfusion.model import COORDINATES
 from paperworks.shared.errors import InvalidArgument
 from paperworks.shared.rpc.tensors import to_numpy
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from paperworks.services.urban.dataset import Dataset, Modality
+from paperworks.services.urban.data.dataset import Dataset, Modality
 
 FACTORS = ("density", "greenness", "income", "walkability", "traffic")
 LAND_USES = ("residential", "commercial", "industrial", "park")

@@ -1,5 +1,5 @@
 """A pretrained UrbanFusion encoder as one object: frozen extractors, feature normalization, the
-fusion model; and its safetensors checkpoint (no pickles: the config travels as JSON metadata).
+fusion model (its saved form is `paperworks.services.urban.checkpoint`).
 
 `features` turns a dataset's raw modality values into the model's inputs (frozen features,
 z-scored with the pretraining statistics, which are also the reconstruction targets);
@@ -7,20 +7,18 @@ z-scored with the pretraining statistics, which are also the reconstruction targ
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from paperworks.services.urban import extractors as ex
-from paperworks.services.urban.dataset import Dataset
-from paperworks.services.urban.location import unit_vectors
-from paperworks.services.urban.model import FusionConfig, UrbanFusion
-from paperworks.shared.errors import InvalidArgument
-from safetensors.torch import load as st_load
-from safetensors.torch import save as st_save
+from paperworks.services.urban.urbanfusion import extractors as ex
+from paperworks.services.urban.urbanfusion.errors import FieldError
+from paperworks.services.urban.urbanfusion.location import unit_vectors
+from paperworks.services.urban.urbanfusion.model import FusionConfig, UrbanFusion
 
-FORMAT = "paperworks.urban.encoder/1"
+if TYPE_CHECKING:  # the locations x modalities container the service's data layer builds
+    from paperworks.services.urban.data.dataset import Dataset
 
 
 @dataclass(frozen=True)
@@ -80,11 +78,11 @@ class UrbanEncoder:
         """A fresh encoder for `dataset`'s modalities; normalization fitted on its present rows."""
         unknown = sorted(set(extractor_names) - set(dataset.modalities))
         if unknown:
-            raise InvalidArgument(f"extractors.{unknown[0]}", "no such modality in the dataset")
+            raise FieldError(f"extractors.{unknown[0]}", "no such modality in the dataset")
         specs, extractors, mean, std, widths = [], {}, {}, {}, []
         for name, m in dataset.modalities.items():
             if not m.present.any():
-                raise InvalidArgument(f"dataset.{name}", "present at no location")
+                raise FieldError(f"dataset.{name}", "present at no location")
             choice = extractor_names.get(name, ex.DEFAULTS[m.kind])
             extractor = ex.build(choice, m.kind, m.shape, seed, f"extractors.{name}")
             feats = extractor(m.values[m.present])
@@ -114,8 +112,8 @@ class UrbanEncoder:
                 features[name] = np.zeros((n, self.extractors[name].out_dim), np.float32)
                 continue
             if m.shape != spec.shape:
-                raise InvalidArgument(f"dataset.{name}", f"values shaped {list(m.shape)}, the encoder "
-                                                         f"was pretrained on {list(spec.shape)}")
+                raise FieldError(f"dataset.{name}", f"values shaped {list(m.shape)}, the encoder "
+                                                    f"was pretrained on {list(spec.shape)}")
             features[name] = self.extract(name, m.values, m.present)
             present[:, j] = m.present
         return FeatureSet(self.names, dataset.ids, dataset.lat, dataset.lon, dataset.region,
@@ -126,7 +124,7 @@ class UrbanEncoder:
         """(N, D) embeddings; each row from the modalities `fs.present` marks (at least one)."""
         if not fs.present.any(axis=1).all():
             row = int(np.argmin(fs.present.any(axis=1)))
-            raise InvalidArgument(f"locations[{row}]", "has no modality to embed")
+            raise FieldError(f"locations[{row}]", "has no modality to embed")
         self.model.eval()
         xyz = fs.xyz
         out = []
@@ -135,49 +133,3 @@ class UrbanEncoder:
             mask = torch.from_numpy(fs.present[s:s + batch])
             out.append(self.model(torch.from_numpy(xyz[s:s + batch]), feats, mask).numpy())
         return np.concatenate(out) if out else np.zeros((0, self.dim), np.float32)
-
-    # --- checkpoint -------------------------------------------------------------------------------
-
-    def to_bytes(self) -> bytes:
-        tensors = {f"model.{k}": v.contiguous() for k, v in self.model.state_dict().items()}
-        for name, extractor in self.extractors.items():
-            tensors |= {f"extractor.{name}.{k}": v.contiguous() for k, v in extractor.state().items()}
-            tensors[f"norm.{name}.mean"] = torch.from_numpy(self.mean[name])
-            tensors[f"norm.{name}.std"] = torch.from_numpy(self.std[name])
-        c = self.model.config
-        config = {"format": FORMAT, "dim": c.dim, "layers": c.layers, "heads": c.heads, "seed": c.seed,
-                  "location_scales": list(c.location_scales), "modalities": [list(m) for m in c.modalities],
-                  "specs": [{"name": s.name, "kind": s.kind, "shape": list(s.shape),
-                             "extractor": s.extractor} for s in self.specs.values()]}
-        return st_save(tensors, metadata={"config": json.dumps(config)})
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> UrbanEncoder:
-        tensors = st_load(data)
-        config = json.loads(_metadata(data)["config"])
-        if config.get("format") != FORMAT:
-            raise InvalidArgument("pretrain_job_id", "artifact is not an urban encoder checkpoint")
-        fusion = FusionConfig(tuple((n, int(w)) for n, w in config["modalities"]), dim=config["dim"],
-                              layers=config["layers"], heads=config["heads"],
-                              location_scales=tuple(config["location_scales"]), seed=config["seed"])
-        model = UrbanFusion(fusion)
-        model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
-        specs, extractors, mean, std = [], {}, {}, {}
-        for s in config["specs"]:
-            spec = ModalitySpec(s["name"], s["kind"], tuple(s["shape"]), s["extractor"])
-            extractor = ex.build(spec.extractor, spec.kind, spec.shape, fusion.seed,
-                                 f"extractors.{spec.name}")
-            prefix = f"extractor.{spec.name}."
-            extractor.load_state({k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)})
-            specs.append(spec)
-            extractors[spec.name] = extractor
-            mean[spec.name] = tensors[f"norm.{spec.name}.mean"].numpy()
-            std[spec.name] = tensors[f"norm.{spec.name}.std"].numpy()
-        return cls(specs, extractors, mean, std, model)
-
-
-def _metadata(data: bytes) -> dict[str, str]:
-    """The safetensors header's __metadata__ (8-byte little-endian length, then JSON)."""
-    size = int.from_bytes(data[:8], "little")
-    return json.loads(data[8:8 + size]).get("__metadata__", {})
-

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
+from paperworks.services.urban.urbanfusion.errors import FieldError
 from torch import nn
 
 
@@ -107,11 +108,11 @@ def register(name: str, factory: Callable[..., Extractor]) -> None:
 
 
 def build(name: str, kind: str, shape: tuple[int, ...], seed: int, field: str) -> Extractor:
-    from paperworks.shared.errors import InvalidArgument
-
+    """The extractor registered as `name` for a `kind` modality shaped `shape`; a problem is a
+    FieldError naming `field`."""
     if name not in REGISTRY:
-        raise InvalidArgument(field, f"unknown extractor {name!r} (known: {', '.join(sorted(REGISTRY))})")
+        raise FieldError(field, f"unknown extractor {name!r} (known: {', '.join(sorted(REGISTRY))})")
     extractor = REGISTRY[name](shape, seed)
     if extractor.kind != kind:
-        raise InvalidArgument(field, f"extractor {name!r} takes {extractor.kind} modalities, not {kind}")
+        raise FieldError(field, f"extractor {name!r} takes {extractor.kind} modalities, not {kind}")
     return extractor

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from paperworks.services.urban.dataset import COORDINATES
-from paperworks.services.urban.location import DEFAULT_SCALES, LocationEncoder
+from paperworks.services.urban.urbanfusion.location import DEFAULT_SCALES, LocationEncoder
 from torch import nn
 
+COORDINATES = "coordinates"  # the coordinates' modality name: token 0, present at every location
 DEFAULT_RECONSTRUCTION_WEIGHT = 0.0625
 
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from paperworks.services.urban.encoder import FeatureSet, UrbanEncoder
-from paperworks.services.urban.model import DEFAULT_RECONSTRUCTION_WEIGHT, urbanfusion_loss
+from paperworks.services.urban.urbanfusion.encoder import FeatureSet, UrbanEncoder
+from paperworks.services.urban.urbanfusion.model import DEFAULT_RECONSTRUCTION_WEIGHT, urbanfusion_loss
 from paperworks.shared.threads import single_thread
 
 
@@ -27,8 +27,6 @@ class PretrainConfig:
     reconstruction_weight: float = DEFAULT_RECONSTRUCTION_WEIGHT
     view_overlap: float = 0.0
     seed: int = 0
-
-
 
 
 def batches(n: int, batch_size: int, steps: int, seed: int):

@@ -170,6 +170,22 @@ def test_score_mcq_response(client):
     assert (
         exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT and field_violations(exc.value)[0][0] == "answer"
     )
+    unset = stub.ScoreMCQResponse(
+        bias_pb2.ScoreMCQResponseRequest(options=options, response="an apple"),
+        metadata=client.metadata,
+        timeout=60,
+    )
+    assert unset.index == 1 and unset.method in ("exact", "similarity")  # md, the default protocol
+    with pytest.raises(grpc.RpcError) as exc:
+        stub.ScoreMCQResponse(
+            bias_pb2.ScoreMCQResponseRequest(options=options, response="x", protocol=""),
+            metadata=client.metadata,
+            timeout=60,
+        )
+    assert (
+        exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        and field_violations(exc.value)[0][0] == "protocol"
+    )
 
 
 @pytest.mark.parametrize(
@@ -181,6 +197,8 @@ def test_score_mcq_response(client):
             "target.url",
         ),
         ({"budget_target_calls": 10, "operators": ["shout"]}, "operators.0"),
+        # an optional field sent as an explicit 0 is not "unset": 0 is out of range (default 16)
+        ({"budget_target_calls": 10, "population_size": 0}, "population_size"),
     ],
 )
 def test_bad_requests_name_the_field_and_create_no_job(client, params, field):
@@ -206,3 +224,18 @@ def test_a_benchmark_without_a_valid_row_fails_the_job_naming_the_field(client):
     final = client.wait(job.id, timeout=120)
     assert PROTO_TO_STATE[final.state] == "FAILED"
     assert final.error.field_violations[0].field == "benchmark_jsonl" and "line 1" in final.error.message
+
+
+def test_a_source_job_that_is_not_a_finished_benchmark_fails_the_job_naming_the_field(client, generated):
+    source, _ = generated
+    wrong_kind = client.submit("bias", "evaluate_bias", **BUILTIN, source_job_id=source.id)
+    finished(client, wrong_kind)
+    for source_id, code, text in [
+        ("bias-nope", "NOT_FOUND", "no bias job 'bias-nope'"),
+        (wrong_kind.id, "INVALID_ARGUMENT", "is a evaluate_bias job, not generate_benchmark"),
+    ]:
+        job = client.submit("bias", "evaluate_bias", **BUILTIN, source_job_id=source_id)
+        final = client.wait(job.id, timeout=120)
+        assert PROTO_TO_STATE[final.state] == "FAILED"
+        assert final.error.code == grpc.StatusCode[code].value[0], final.error
+        assert final.error.field_violations[0].field == "source_job_id" and text in final.error.message

@@ -148,3 +148,18 @@ def test_another_tenant_cannot_use_the_model(stack, rabit_job):
                                                                          prompts=["x"]),
                                            metadata=bob.metadata, timeout=30)
         assert exc.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_an_explicit_zero_is_a_value_refused_where_out_of_range(client, model_dir, rabit_job):
+    # Unset optional fields take their defaults (the jobs above); a 0 sent on purpose is validated.
+    for field in ("seq_len", "batch_size", "learning_rate"):
+        with pytest.raises(grpc.RpcError) as exc:
+            client.submit("quantizer", "quantize", model={"kind": "tiny", "path": model_dir}, method="rabit",
+                          data=DATA, **{field: 0})
+        assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert [f for f, _ in field_violations(exc.value)] == [field]
+    with pytest.raises(grpc.RpcError) as exc:
+        request = quantizer_pb2.GenerateRequest(quantize_job_id=rabit_job.id, prompts=["x"], max_new_tokens=0)
+        client.stub("quantizer").Generate(request, metadata=client.metadata, timeout=30)
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert [f for f, _ in field_violations(exc.value)] == ["max_new_tokens"]

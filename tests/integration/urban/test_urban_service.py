@@ -6,8 +6,7 @@ import grpc
 import numpy as np
 import pandas as pd
 import pytest
-from paperworks.services.urban import world
-from paperworks.services.urban.dataset import write_folder
+from paperworks.services.urban.data import world, write_folder
 from paperworks.shared.rpc.status import field_violations
 from paperworks.shared.rpc.tensors import from_numpy, to_numpy
 from paperworks.shared.sdk.client import Client
@@ -111,6 +110,11 @@ def test_bad_inputs_are_invalid_argument_naming_the_field(client, pretrained):
         client.submit("urban", "pretrain", dataset={"synthetic": {"seed": 1}}, embed_dim=8)
     assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert [f for f, _ in field_violations(exc.value)] == ["embed_dim"]
+    # `steps` is optional in the proto: unset means 400, an explicit 0 is out of range
+    with pytest.raises(grpc.RpcError) as exc:
+        client.submit("urban", "pretrain", dataset={"synthetic": {"seed": 1}}, steps=0)
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert [f for f, _ in field_violations(exc.value)] == ["steps"]
     assert len(client.list("urban", page_size=500)[0]) == before
     with pytest.raises(grpc.RpcError) as exc:
         stub.Embed(urban_pb2.EmbedRequest(pretrain_job_id="urban-missing", locations=[_location(1.0, 2.0)]),

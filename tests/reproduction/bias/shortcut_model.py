@@ -36,7 +36,7 @@ from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
-from paperworks.services.bias.mcq.data import LETTERS, MCQItem, nonsense_word
+from paperworks.services.bias.mcq.nonsenseqa import LETTERS, MCQItem, nonsense_word
 from paperworks.services.bias.mcq.render import DASH, HEADERS, completion, render_prompt
 from paperworks.shared.backends.tiny import TinyBackend
 from paperworks.shared.backends.tiny_model import TinyConfig, TinyDecoder

@@ -19,8 +19,8 @@ from dataclasses import replace
 
 import pytest
 from paperworks.services.bias.mcq.audit import evaluate_mcq
-from paperworks.services.bias.mcq.data import nonsense_qa
 from paperworks.services.bias.mcq.evaluate import MCQSettings
+from paperworks.services.bias.mcq.nonsenseqa import nonsense_qa
 from reproduction.bias.shortcut_model import FactWorld, accuracy_by_kind, evaluation_set, train_shortcut_model
 
 SEED = 0

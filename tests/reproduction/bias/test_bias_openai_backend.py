@@ -19,7 +19,7 @@ from paperworks.services.bias.cab.evaluate import EvalSettings, evaluate_questio
 from paperworks.services.bias.cab.placeholders import parse_template
 from paperworks.services.bias.cab.question import Question, question_id
 from paperworks.services.bias.cab.taxonomy import DEFAULT_TAXONOMY
-from paperworks.services.bias.models import open_model
+from paperworks.services.bias.data import open_model
 from paperworks.services.bias.spec import ModelSpec
 from reproduction.bias.openai_server import LocalOpenAIServer
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 import torch
-from paperworks.services.quantizer import experiments
+from reproduction.quantizer import experiments
 
 SEED = int(os.environ.get("QUANTIZER_REPRO_SEED", "0"))
 

@@ -20,13 +20,13 @@ import time
 from dataclasses import dataclass, field
 
 import torch
+from paperworks.services.quantizer import diagnostics, lcqat, quantize
+from paperworks.services.quantizer.distill import TokenData, distill_loss, evaluate_lm
+from paperworks.services.quantizer.linears import forward
 from paperworks.shared.backends.tiny_data import stdlib_texts
 from paperworks.shared.backends.tiny_model import ByteTokenizer, TinyConfig, TinyDecoder
 from paperworks.shared.backends.tiny_train import train_tiny_lm
 from torch import nn
-
-from . import diagnostics, lcqat, quantize
-from .common import TokenData, distill_loss, evaluate_lm, forward
 
 
 @dataclass(frozen=True)
@@ -88,11 +88,11 @@ def coupling(teacher: Teacher, setup: Setup) -> dict:
     out = {"full_precision": val_loss(teacher.module, teacher)}
     step0, _ = quantize.build_student(teacher.module, teacher.data, setup.config("rabit", 0))
     out["step0"] = {"val_loss": val_loss(step0, teacher), **held_out_distill(step0, teacher),
-                    **diagnostics.summary(quantize.layer_report(step0, teacher.module, teacher.calib))}
+                    **diagnostics.summary(diagnostics.layer_report(step0, teacher.module, teacher.calib))}
     for method in ("rabit", "independent"):
         start = time.perf_counter()
         student, _ = quantize.quantize(teacher.module, teacher.data, setup.config(method, setup.qat_steps))
-        report = quantize.layer_report(student, teacher.module, teacher.calib)
+        report = diagnostics.layer_report(student, teacher.module, teacher.calib)
         out[method] = {"val_loss": val_loss(student, teacher), **held_out_distill(student, teacher),
                        "layers": report, **diagnostics.summary(report),
                        "seconds": time.perf_counter() - start, "student": student}

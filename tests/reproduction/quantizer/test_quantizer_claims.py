@@ -6,9 +6,10 @@ import json
 
 import pytest
 import torch
-from paperworks.services.quantizer import checkpoint, experiments
-from paperworks.services.quantizer.common import find_linears
+from paperworks.services.quantizer import checkpoint
+from paperworks.services.quantizer.linears import find_linears
 from paperworks.shared.backends.tiny_model import TinyDecoder
+from reproduction.quantizer import experiments
 from safetensors.torch import load as st_load
 
 

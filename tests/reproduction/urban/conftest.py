@@ -10,7 +10,8 @@ import os
 
 import pytest
 import torch
-from paperworks.services.urban import experiments, world
+from paperworks.services.urban.data import world
+from reproduction.urban import experiments
 
 SEED = int(os.environ.get("URBAN_REPRO_SEED", "0"))
 

@@ -22,11 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from paperworks.services.urban import world
 from paperworks.services.urban.baselines import SatCLIP, concatenated_features, train_satclip
-from paperworks.services.urban.dataset import COORDINATES
-from paperworks.services.urban.encoder import FeatureSet, UrbanEncoder
-from paperworks.services.urban.evaluate import (
+from paperworks.services.urban.data import world
+from paperworks.services.urban.evaluation import (
     Target,
     all_subsets,
     make_target,
@@ -34,9 +32,10 @@ from paperworks.services.urban.evaluate import (
     raw_coordinates,
     score,
 )
-from paperworks.services.urban.model import DEFAULT_RECONSTRUCTION_WEIGHT
-from paperworks.services.urban.probe import Probe
-from paperworks.services.urban.train import PretrainConfig, pretrain
+from paperworks.services.urban.probes import Probe
+from paperworks.services.urban.urbanfusion.encoder import FeatureSet, UrbanEncoder
+from paperworks.services.urban.urbanfusion.model import COORDINATES, DEFAULT_RECONSTRUCTION_WEIGHT
+from paperworks.services.urban.urbanfusion.train import PretrainConfig, pretrain
 
 
 @dataclass(frozen=True)

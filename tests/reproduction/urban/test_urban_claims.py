@@ -5,7 +5,8 @@ Every number is measured here; the margins were chosen from seeds 0, 1 and 2.
 from __future__ import annotations
 
 import numpy as np
-from paperworks.services.urban import experiments, world
+from paperworks.services.urban.data import world
+from reproduction.urban import experiments
 
 
 def test_reconstruction_beats_contrastive_only_on_unique_and_synergistic_targets(urban_run):

@@ -3,12 +3,14 @@ both protocols over every permutation, the standard one by label log-probabiliti
 
 from __future__ import annotations
 
+import pytest
 from paperworks.services.bias.cab.taxonomy import DEFAULT_TAXONOMY
+from paperworks.services.bias.data import open_model
 from paperworks.services.bias.mcq.audit import evaluate_mcq
-from paperworks.services.bias.mcq.data import nonsense_qa
 from paperworks.services.bias.mcq.evaluate import MCQSettings
-from paperworks.services.bias.models import open_model
+from paperworks.services.bias.mcq.nonsenseqa import nonsense_qa
 from paperworks.services.bias.spec import ModelSpec
+from paperworks.shared.errors import InvalidArgument
 from unit.backends.hf_models import save_llama
 
 
@@ -32,3 +34,10 @@ def test_mcq_protocols_run_against_a_local_hf_directory(tmp_path, embedder):
     assert standard["match_methods"] == {"letter": 24 * len(items)}
     assert md["selections"] == 24 * len(items)
     assert all(r["protocol"] in ("standard", "md") and isinstance(r["response"], str) for r in rows)
+
+
+def test_a_local_model_outside_the_data_root_is_refused_naming_the_field(tmp_path, monkeypatch):
+    monkeypatch.setenv("PAPERWORKS_BIAS_DATA_ROOT", str(tmp_path / "root"))
+    with pytest.raises(InvalidArgument) as exc:
+        open_model(ModelSpec(kind="tiny", path=str(tmp_path / "elsewhere")), "target", DEFAULT_TAXONOMY)
+    assert exc.value.field == "target.path" and "PAPERWORKS_BIAS_DATA_ROOT" in exc.value.message

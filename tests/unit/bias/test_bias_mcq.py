@@ -6,8 +6,9 @@ import json
 from collections import Counter
 
 import pytest
-from paperworks.services.bias.mcq.data import MCQItem, nonsense_qa, read_mcq_jsonl
+from paperworks.services.bias.data import read_mcq_jsonl
 from paperworks.services.bias.mcq.match import match_text, normalize, parse_letter
+from paperworks.services.bias.mcq.nonsenseqa import MCQItem, nonsense_qa
 from paperworks.services.bias.mcq.render import permutations, render_prompt
 
 ITEM = MCQItem("Which is a fruit?", ("carrot", "apple", "leek", "kale"), 1, "q1")

@@ -4,7 +4,6 @@ histograms, demo-majority agreement."""
 from __future__ import annotations
 
 import pytest
-from paperworks.services.bias.mcq.data import MCQItem
 from paperworks.services.bias.mcq.evaluate import (
     MCQSettings,
     Selection,
@@ -13,6 +12,7 @@ from paperworks.services.bias.mcq.evaluate import (
     variance_ratio,
 )
 from paperworks.services.bias.mcq.match import Match
+from paperworks.services.bias.mcq.nonsenseqa import MCQItem
 
 ITEMS = [MCQItem(f"q{k}", ("a", "b", "c", "d"), k % 4, f"q{k}") for k in range(4)]
 ORDERS = [(0, 1, 2, 3), (1, 2, 3, 0)]

@@ -47,9 +47,6 @@ def test_a_valid_generate_request_gets_defaults():
         ({"operators": ["shout"]}, "operators.0"),
         ({"dedup_threshold": 1.5}, "dedup_threshold"),
         ({"attributes": ["age"]}, "attributes"),
-        ({"target": {"kind": "openai", "url": "localhost:8000", "model": "m"}}, "target.url"),
-        ({"judge": {"kind": "openai", "url": "http://h:1/v1"}}, "judge.model"),
-        ({"generator": {"kind": "hf"}}, "generator.path"),
         ({"target": {"kind": "builtin", "builtin": "oracle"}}, "target.builtin"),
         (
             {
@@ -69,6 +66,22 @@ def test_a_valid_generate_request_gets_defaults():
 def test_bad_generate_requests_name_the_field(change, field):
     found = fields(GenerateBenchmarkParams, {**BUILTIN, "budget_target_calls": 100, **change})
     assert found and all(f == field or f.startswith(field + ".") for f in found), found
+
+
+@pytest.mark.parametrize(
+    "role, spec, field",
+    [
+        ("target", {"kind": "openai", "url": "localhost:8000", "model": "m"}, "url"),
+        ("judge", {"kind": "openai", "url": "http://h:1/v1"}, "model"),
+        ("generator", {"kind": "hf"}, "path"),
+    ],
+)
+def test_a_bad_backend_reference_names_the_role_and_the_field(role, spec, field):
+    """The shared ModelSpec refuses a bad backend reference on the offending field's own path."""
+    with pytest.raises(ValidationError) as exc:
+        GenerateBenchmarkParams.model_validate({**BUILTIN, "budget_target_calls": 100, role: spec})
+    [error] = exc.value.errors()
+    assert error["loc"] == (role, field), error
 
 
 def test_nested_builtin_option_errors_keep_their_path():

@@ -110,7 +110,7 @@ def test_widths_not_divisible_by_four_are_refused():
 def tiny_ptq():
     """(teacher, its LC-QAT PTQ student before any fine-tuning, 32 calibration windows)."""
     from paperworks.services.quantizer import quantize
-    from paperworks.services.quantizer.common import TokenData
+    from paperworks.services.quantizer.distill import TokenData
     from paperworks.shared.backends.tiny_model import TinyConfig, TinyDecoder
 
     torch.manual_seed(0)
@@ -161,7 +161,7 @@ def test_act_order_puts_every_code_back_in_its_column_block():
 
 
 def test_end_to_end_fit_lowers_the_distillation_loss_and_ends_on_codes(tiny_ptq):
-    from paperworks.services.quantizer.common import distill_loss
+    from paperworks.services.quantizer.distill import distill_loss
 
     teacher, ptq, calib = tiny_ptq
 

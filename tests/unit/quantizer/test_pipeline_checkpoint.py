@@ -7,7 +7,9 @@ import json
 import pytest
 import torch
 from paperworks.services.quantizer import checkpoint, quantize
-from paperworks.services.quantizer.common import TokenData, distill_loss, find_linears, forward
+from paperworks.services.quantizer.distill import TokenData, distill_loss
+from paperworks.services.quantizer.linears import find_linears, forward
+from paperworks.services.quantizer.method_names import NAMES
 from paperworks.shared.backends.tiny_model import TinyConfig, TinyDecoder
 from safetensors.torch import load as st_load
 
@@ -36,7 +38,7 @@ def test_distillation_loss_is_zero_against_itself(tiny, data):
     assert float(loss.detach()) < 1e-6 and float(kl) < 1e-6 and float(mse) < 1e-10
 
 
-@pytest.mark.parametrize("method", quantize.METHODS)
+@pytest.mark.parametrize("method", NAMES)
 def test_every_method_packs_to_the_same_function_and_round_trips(tiny, data, method):
     progress = []
     student, info = quantize.quantize(tiny, data, quantize.QuantConfig(method=method, **SMALL),
@@ -101,3 +103,16 @@ def test_llama_lcqat_block_reconstruction_runs_on_transformers_blocks():
     ids = data.valid_windows(16, 2)
     with torch.no_grad():
         torch.testing.assert_close(forward(packed, ids)[0], forward(student, ids)[0], atol=1e-4, rtol=1e-4)
+
+
+def test_one_registry_names_every_method_the_job_accepts():
+    from typing import get_args
+
+    from paperworks.services.quantizer import methods
+    from paperworks.services.quantizer.spec import QuantizeParams
+
+    assert tuple(methods.METHODS) == NAMES == get_args(QuantizeParams.model_fields["method"].annotation)
+    assert {m.format.name for m in methods.METHODS.values()} == set(methods.FORMATS) == {
+        "binary2", "lattice2", "int2"}
+    with pytest.raises(ValueError, match="unknown method 'gptq'"):
+        methods.get("gptq")

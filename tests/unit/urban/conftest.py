@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from paperworks.services.urban import world
-from paperworks.services.urban.encoder import UrbanEncoder
+from paperworks.services.urban.data import world
+from paperworks.services.urban.urbanfusion.encoder import UrbanEncoder
 
 
 @pytest.fixture(scope="session")

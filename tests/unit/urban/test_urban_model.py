@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from paperworks.services.urban.encoder import UrbanEncoder
-from paperworks.services.urban.location import LocationEncoder, unit_vectors
-from paperworks.services.urban.model import contrastive_loss, reconstruction_loss, sample_views
-from paperworks.services.urban.train import PretrainConfig, pretrain
+from paperworks.services.urban.checkpoint import encoder_from_bytes, encoder_to_bytes
+from paperworks.services.urban.urbanfusion.encoder import UrbanEncoder
+from paperworks.services.urban.urbanfusion.location import LocationEncoder, unit_vectors
+from paperworks.services.urban.urbanfusion.model import contrastive_loss, reconstruction_loss, sample_views
+from paperworks.services.urban.urbanfusion.train import PretrainConfig, pretrain
 
 
 def test_views_are_nonempty_subsets_and_disjoint_without_overlap():
@@ -75,6 +76,6 @@ def test_pretraining_lowers_the_loss_and_the_checkpoint_round_trips(tiny_world):
     first = np.mean([h["loss"] for h in history[:5]])
     last = np.mean([h["loss"] for h in history[-5:]])
     assert last < first
-    loaded = UrbanEncoder.from_bytes(encoder.to_bytes())
+    loaded = encoder_from_bytes(encoder_to_bytes(encoder))
     assert loaded.specs["imagery"].extractor == "channel_stats"
     assert np.allclose(loaded.embed(loaded.features(tiny_world)), encoder.embed(fs), atol=1e-5)

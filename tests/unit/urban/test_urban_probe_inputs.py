@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from paperworks.services.urban import extractors
-from paperworks.services.urban.inputs import feature_set
-from paperworks.services.urban.probe import Probe, macro_f1, r2_score
-from paperworks.services.urban.spec import FitTaskParams, PretrainParams
+from paperworks.services.urban.checkpoint import probe_from_bytes, probe_to_bytes
+from paperworks.services.urban.data import feature_set
+from paperworks.services.urban.probes import Probe, macro_f1, r2_score
+from paperworks.services.urban.spec import FitTaskParams, PretrainParams, invalid_arguments
+from paperworks.services.urban.urbanfusion import extractors
+from paperworks.services.urban.urbanfusion.errors import FieldError
 from paperworks.shared.errors import InvalidArgument
 from paperworks.shared.rpc.tensors import from_numpy
 from paperworks.urban.v1 import urban_pb2
@@ -34,7 +36,7 @@ def test_probes_fit_and_round_trip():
     logistic = Probe("classification", "linear", 6, ["a", "b", "c"]).fit(x[:400], classes[:400])
     assert logistic.score(x[400:], classes[400:]) > 0.9
     for probe in (ridge, mlp, logistic):
-        loaded, extra = Probe.from_bytes(probe.to_bytes({"k": 1}))
+        loaded, extra = probe_from_bytes(probe_to_bytes(probe, {"k": 1}))
         assert extra == {"k": 1} and np.allclose(loaded.raw(x), probe.raw(x), atol=1e-6)
 
 
@@ -43,9 +45,9 @@ def test_random_conv_is_frozen_and_seeded():
     a = extractors.build("random_conv", "raster", (3, 8, 8), 7, "f")
     b = extractors.build("random_conv", "raster", (3, 8, 8), 7, "f")
     assert a.out_dim == 70 and np.allclose(a(values), b(values))
-    with pytest.raises(InvalidArgument, match="tabular"):
+    with pytest.raises(FieldError, match="tabular"):
         extractors.build("identity", "raster", (3, 8, 8), 0, "extractors.imagery")
-    with pytest.raises(InvalidArgument) as exc:
+    with pytest.raises(FieldError) as exc:
         extractors.build("clip", "raster", (3, 8, 8), 0, "extractors.imagery")
     assert exc.value.field == "extractors.imagery"
 
@@ -61,7 +63,7 @@ def test_inputs_build_features_from_any_subset(tiny_encoder):
     fs = feature_set(tiny_encoder, locations)
     assert fs.present[:, 0].all() and fs.present[0, 1] and not fs.present[1, 1]
     assert tiny_encoder.embed(fs).shape == (3, 16)
-    with pytest.raises(InvalidArgument) as exc:
+    with pytest.raises(InvalidArgument) as exc, invalid_arguments():  # the method's FieldError, mapped
         tiny_encoder.embed(feature_set(tiny_encoder, locations, ["street_view"]))
     assert exc.value.field == "locations[1]"
 
@@ -81,7 +83,7 @@ def test_bad_locations_name_the_field(tiny_encoder, location, use, field):
 
 
 def test_job_parameters_check_limits_and_defaults():
-    p = PretrainParams.model_validate({"dataset": {"synthetic": {"seed": "3"}}, "embed_dim": 0, "steps": 0})
+    p = PretrainParams.model_validate({"dataset": {"synthetic": {"seed": "3"}}})
     assert (p.embed_dim, p.steps, p.reconstruction_weight, p.dataset.synthetic.cities) == (64, 400, 0.0625, 6)
     assert PretrainParams.model_validate({"dataset": {"path": "/d"}, "reconstruction_weight": 0.0}
                                          ).reconstruction_weight == 0.0
@@ -93,3 +95,17 @@ def test_job_parameters_check_limits_and_defaults():
     with pytest.raises(ValidationError):
         FitTaskParams.model_validate({"pretrain_job_id": "urban-1", "dataset": {"path": "/d"},
                                       "target": "y", "task_type": "ranking"})
+
+
+def test_an_explicit_zero_is_validated_not_taken_for_the_default():
+    # unset optional proto fields are absent from the params (the default applies); a 0 is a value
+    for field in ("embed_dim", "layers", "heads", "steps", "batch_size", "learning_rate"):
+        with pytest.raises(ValidationError) as exc:
+            PretrainParams.model_validate({"dataset": {"path": "/d"}, field: 0})
+        assert [e["loc"] for e in exc.value.errors()] == [(field,)]
+    with pytest.raises(ValidationError) as exc:
+        PretrainParams.model_validate({"dataset": {"synthetic": {"cities": 0}}})
+    assert [e["loc"] for e in exc.value.errors()] == [("dataset", "synthetic", "cities")]
+    with pytest.raises(ValidationError):
+        FitTaskParams.model_validate({"pretrain_job_id": "urban-1", "dataset": {"path": "/d"},
+                                      "target": "y", "task_type": "regression", "probe": ""})

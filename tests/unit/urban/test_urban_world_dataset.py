@@ -6,8 +6,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from paperworks.services.urban import world
-from paperworks.services.urban.dataset import load_folder, write_folder
+from paperworks.services.urban.data import load_folder, world, write_folder
 from paperworks.shared.errors import InvalidArgument
 
 

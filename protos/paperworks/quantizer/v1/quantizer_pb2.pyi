@@ -1,3 +1,4 @@
+from paperworks.v1 import common_pb2 as _common_pb2
 from paperworks.v1 import jobs_pb2 as _jobs_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -6,14 +7,6 @@ from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
-
-class ModelSource(_message.Message):
-    __slots__ = ("kind", "path")
-    KIND_FIELD_NUMBER: _ClassVar[int]
-    PATH_FIELD_NUMBER: _ClassVar[int]
-    kind: str
-    path: str
-    def __init__(self, kind: _Optional[str] = ..., path: _Optional[str] = ...) -> None: ...
 
 class TextSource(_message.Message):
     __slots__ = ("path", "stdlib")
@@ -54,7 +47,7 @@ class SubmitQuantizeRequest(_message.Message):
     BLOCK_LATENT_LR_FIELD_NUMBER: _ClassVar[int]
     E2E_STEPS_FIELD_NUMBER: _ClassVar[int]
     E2E_LATENT_LR_FIELD_NUMBER: _ClassVar[int]
-    model: ModelSource
+    model: _common_pb2.ModelSpec
     method: str
     bits: int
     data: TextSource
@@ -73,7 +66,7 @@ class SubmitQuantizeRequest(_message.Message):
     block_latent_lr: float
     e2e_steps: int
     e2e_latent_lr: float
-    def __init__(self, model: _Optional[_Union[ModelSource, _Mapping]] = ..., method: _Optional[str] = ..., bits: _Optional[int] = ..., data: _Optional[_Union[TextSource, _Mapping]] = ..., token_budget: _Optional[int] = ..., calibration_windows: _Optional[int] = ..., seq_len: _Optional[int] = ..., batch_size: _Optional[int] = ..., learning_rate: _Optional[float] = ..., hidden_weight: _Optional[float] = ..., init_sweeps: _Optional[int] = ..., greedy_init: _Optional[bool] = ..., block_steps: _Optional[int] = ..., group_size: _Optional[int] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., block_latent_lr: _Optional[float] = ..., e2e_steps: _Optional[int] = ..., e2e_latent_lr: _Optional[float] = ...) -> None: ...
+    def __init__(self, model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., method: _Optional[str] = ..., bits: _Optional[int] = ..., data: _Optional[_Union[TextSource, _Mapping]] = ..., token_budget: _Optional[int] = ..., calibration_windows: _Optional[int] = ..., seq_len: _Optional[int] = ..., batch_size: _Optional[int] = ..., learning_rate: _Optional[float] = ..., hidden_weight: _Optional[float] = ..., init_sweeps: _Optional[int] = ..., greedy_init: _Optional[bool] = ..., block_steps: _Optional[int] = ..., group_size: _Optional[int] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., block_latent_lr: _Optional[float] = ..., e2e_steps: _Optional[int] = ..., e2e_latent_lr: _Optional[float] = ...) -> None: ...
 
 class SubmitQuantizeResponse(_message.Message):
     __slots__ = ("job",)

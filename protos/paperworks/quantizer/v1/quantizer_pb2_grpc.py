@@ -62,8 +62,8 @@ class QuantizerServiceServicer:
     def SubmitQuantize(self, request, context):
         """Quantizes a model: initialization per layer, then QAT per step.
         Artifacts: model.safetensors (packed 2-bit layers + full-precision rest),
-        manifest.json (format, method, layers, bits per weight). Emits a PROGRESS
-        event with stage "model_ready" on paperworks.events once both are stored.
+        manifest.json (format, method, layers, bits per weight). Announces the
+        checkpoint with a MODEL_READY event on paperworks.events once both are stored.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
