@@ -22,9 +22,6 @@ DIM = 384
 
 
 class MiniLMEmbedder:
-    name = "minilm"
-    dim = DIM
-
     def __init__(self) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -8,7 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from paperworks.services.router.curves import upper_hull  # noqa: E402
+from paperworks.services.router.sdr.curves import upper_hull  # noqa: E402
 
 
 def _png(fig) -> bytes:

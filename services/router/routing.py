@@ -15,12 +15,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from paperworks.services.router.decider import OperatingPoint as Point
-from paperworks.services.router.decider import QualityHeads, lambda_for_budget
-from paperworks.services.router.local_lm import answer_and_features
-from paperworks.services.router.policy import Policy
-from paperworks.services.router.rejector import Rejector
-from paperworks.services.router.remotes import first_line
+from paperworks.services.router.checkpoint import Policy
+from paperworks.services.router.mild.rejector import Rejector
+from paperworks.services.router.sdr.decider import OperatingPoint, QualityHeads, lambda_for_budget
+from paperworks.services.router.sdr.local_lm import answer_and_features
+from paperworks.services.router.sdr.remotes import first_line
 from paperworks.services.router.spec import ModelSpec
 from paperworks.shared.backends import BackendError, InvalidRequest, load_backend
 from paperworks.shared.backends.tiny import TinyBackend
@@ -127,7 +126,8 @@ class SDRRouter:
         else:
             self.backend = load_backend(ModelSpec(**local["model"]).ref())
         self.validation_curve = [
-            Point(p["lambda"], p["cost"], p["quality"], p["accept_rate"]) for p in meta["validation_curve"]
+            OperatingPoint(p["lambda"], p["cost"], p["quality"], p["accept_rate"])
+            for p in meta["validation_curve"]
         ]
         self._lock = threading.Lock()  # one local model, shared across server threads
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections import OrderedDict
 
 from paperworks.router.v1 import router_pb2, router_pb2_grpc
-from paperworks.services.router.policy import FILE_NAME, load_policy
+from paperworks.services.router.checkpoint import FILE_NAME, load_policy
 from paperworks.shared.announced import announced_model, load_announced
-from paperworks.shared.errors import FailedPrecondition, InvalidArgument
+from paperworks.shared.errors import InvalidArgument
+from paperworks.shared.job_refs import artifact_sha, finished_job
+from paperworks.shared.rpc.model_cache import ModelCache
 from paperworks.shared.rpc.runtime import ServiceRuntime
 from paperworks.shared.rpc.status import rpc_method
 from paperworks.shared.rpc.tensors import to_numpy
@@ -20,7 +21,7 @@ CACHED_POLICIES = 8
 class RouterServicer(router_pb2_grpc.RouterServiceServicer):
     def __init__(self, rt: ServiceRuntime):
         self.rt = rt
-        self._routers: OrderedDict[str, object] = OrderedDict()
+        self._routers = ModelCache(CACHED_POLICIES)  # policy sha256 -> loaded router
         self._policy_of: dict[tuple[str, str], str] = {}  # (tenant, job id) -> policy sha256
         self._lock = threading.Lock()
 
@@ -94,30 +95,22 @@ class RouterServicer(router_pb2_grpc.RouterServiceServicer):
             raise InvalidArgument("policy_job_id", "name the TrainRejector or TrainDecider job to route with")
         with self._lock:
             sha = self._policy_of.get((tenant, job_id))
-            if sha in self._routers:
-                self._routers.move_to_end(sha)
-                return sha, self._routers[sha]
-        sha = self._policy_sha(tenant, job_id)
-        from paperworks.services.router.routing import load_router
+        if sha is None:
+            finished_job(self.rt.store, tenant, self.rt.spec.name, job_id, "policy_job_id")
+            sha = artifact_sha(self.rt.store, job_id, FILE_NAME, "policy_job_id")
+            with self._lock:
+                if len(self._policy_of) > 64 * CACHED_POLICIES:
+                    self._policy_of.clear()
+                self._policy_of[(tenant, job_id)] = sha
 
-        def open_announced(service: str, announced_job_id: str, field: str):
-            return load_announced(self.rt.store, self.rt.artifacts, tenant, service, announced_job_id, field)
+        def load():
+            from paperworks.services.router.routing import load_router
 
-        router = load_router(load_policy(self.rt.artifacts.path(sha).read_bytes()), open_announced)
-        with self._lock:
-            if len(self._policy_of) > 64 * CACHED_POLICIES:
-                self._policy_of.clear()
-            self._policy_of[(tenant, job_id)] = sha
-            self._routers[sha] = router
-            while len(self._routers) > CACHED_POLICIES:
-                self._routers.popitem(last=False)
-        return sha, router
+            def open_announced(service: str, announced_job_id: str, field: str):
+                return load_announced(
+                    self.rt.store, self.rt.artifacts, tenant, service, announced_job_id, field
+                )
 
-    def _policy_sha(self, tenant: str, job_id: str) -> str:
-        job = self.rt.store.get(tenant, self.rt.spec.name, job_id)
-        if job.state != "SUCCEEDED":
-            raise FailedPrecondition(f"job {job_id} is {job.state}; only a SUCCEEDED job has a policy")
-        refs = [a for a in self.rt.store.artifacts(job_id) if a.name == FILE_NAME]
-        if not refs:
-            raise FailedPrecondition(f"job {job_id} has no {FILE_NAME} artifact")
-        return refs[-1].sha256
+            return load_router(load_policy(self.rt.artifacts.path(sha).read_bytes()), open_announced)
+
+        return sha, self._routers.get(sha, load)

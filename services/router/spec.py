@@ -2,6 +2,8 @@
 
 Field names follow router.proto, so a violation's path (e.g. `synthetic.imbalance`) names the
 request field. Kept import-light (no torch): the CLI, the stack and the dispatcher read it.
+A scalar whose zero is not its default is `optional` in router.proto, so an unset field takes the
+default here and an explicit 0 is validated like any other value.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import base64
 from typing import Literal
 
+from paperworks.shared.backends.spec import ModelSpec as SharedModelSpec
 from paperworks.shared.registry import JobKind, ServiceSpec
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -21,37 +24,12 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class ModelSpec(Strict):
-    kind: Literal["openai", "hf", "tiny"]
-    path: str = ""
-    url: str = ""
-    model: str = ""
-    api_key_env: str = ""
+class ModelSpec(SharedModelSpec):
+    """The shared model reference with the router's defaults: a remote agent is called once per
+    request (30 s, one retry), not once per job."""
+
     timeout_s: float = Field(default=30.0, gt=0, le=600)
     max_retries: int = Field(default=1, ge=0, le=10)
-
-    @model_validator(mode="after")
-    def _usable(self) -> ModelSpec:
-        from paperworks.shared.backends.errors import InvalidModel
-
-        try:
-            self.ref()
-        except InvalidModel as exc:
-            raise ValueError(f"{exc.field}: {exc.reason}") from None
-        return self
-
-    def ref(self):
-        from paperworks.shared.backends.ref import ModelRef
-
-        return ModelRef(
-            kind=self.kind,
-            path=self.path or None,
-            url=self.url or None,
-            model=self.model or None,
-            api_key_env=self.api_key_env or None,
-            timeout_s=self.timeout_s,
-            max_retries=self.max_retries,
-        )
 
 
 class TensorParam(Strict):
@@ -202,7 +180,7 @@ class TaskSuiteParams(Strict):
     lookup_keys: int = Field(default=100, ge=10, le=10_000)
     known_fraction: float = Field(default=0.6, ge=0, le=1)
     table_seed: int = Field(default=0, ge=0)
-    # > 0: the local model's training lookups draw known keys ∝ 1 / rank**key_zipf (checkable.py).
+    # > 0: the local model's training lookups draw known keys ∝ 1 / rank**key_zipf (data/checkable.py).
     key_zipf: float = Field(default=0.0, ge=0, le=4)
 
     @field_validator("families")
@@ -263,6 +241,7 @@ SPEC = ServiceSpec(
     servicer="paperworks.services.router.servicer:RouterServicer",
     grpc_module="paperworks.router.v1.router_pb2_grpc",
     grpc_service="RouterService",
+    port=50054,
     kinds={
         "train_rejector": JobKind(
             name="train_rejector",

@@ -1,24 +1,26 @@
-"""The two training jobs as plain functions: build the data, train, evaluate, package the policy.
+"""The router's jobs: params -> data -> method -> the policy, its report and plot.
 
-No Celery and no database here (`tasks.py` is the thin edge): each takes validated parameters
-and a progress callback and returns the policy (metadata + tensors), the report and its PNG.
+`train_rejector` and `train_decider` are the whole jobs as plain functions (validated parameters
+and a progress callback in; the policy's metadata and tensors, the report, its PNG and the
+summary out), so tests and benchmarks run exactly what the service runs. `run_train_rejector` /
+`run_train_decider` are the handlers the worker calls: they store the artifacts, announce the
+policy, and turn backend failures into platform errors (`platform_error`: retryable ones are
+retried by the runner).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
-from paperworks.services.router.checkable import TaskSuite
-from paperworks.services.router.decider import DeciderConfig
-from paperworks.services.router.local_lm import DEFAULT_TINY, train_local_tiny
-from paperworks.services.router.metrics import deferral_report
-from paperworks.services.router.plots import decider_png, rejector_png
-from paperworks.services.router.policy import state_with_prefix
-from paperworks.services.router.rejector import (
+from paperworks.services.router import data
+from paperworks.services.router.checkpoint import FILE_NAME, dump_policy, state_with_prefix
+from paperworks.services.router.figures import decider_png, rejector_png
+from paperworks.services.router.mild.deferral import DeferralData
+from paperworks.services.router.mild.metrics import deferral_report
+from paperworks.services.router.mild.rejector import (
     DEFAULT_SCALES,
     RejectorConfig,
     costs_of,
@@ -26,25 +28,14 @@ from paperworks.services.router.rejector import (
     fit_mild,
     fit_two_stage_ce,
 )
-from paperworks.services.router.remotes import RemoteAgent
-from paperworks.services.router.sdr import (
-    HIDDEN_LAYERS,
-    SPLITS,
-    collect_traces,
-    evaluate,
-    fit_sdr,
-    option_costs,
-)
+from paperworks.services.router.sdr.decider import DeciderConfig, fit_sdr
+from paperworks.services.router.sdr.evaluation import evaluate
+from paperworks.services.router.sdr.traces import HIDDEN_LAYERS, SPLITS, collect_traces, option_costs
 from paperworks.services.router.spec import TrainDeciderParams, TrainRejectorParams
-from paperworks.services.router.synthetic import DeferralData, SyntheticMixture
-from paperworks.services.router.text_families import PromptPool, TextFamilies
-from paperworks.shared.backends import load_backend
-from paperworks.shared.backends.tiny import TinyBackend
-from paperworks.shared.errors import InvalidArgument
+from paperworks.shared.backends import BackendError, platform_error
+from paperworks.shared.tasks.context import JobContext
 
 Progress = Callable[[int, int, str, str], None]
-# (service, job id, field) -> (artifact, backend) of the model that job announced (JobContext)
-OpenAnnounced = Callable[[str, str, str], tuple[dict, object]]
 LOSS_NAMES = {"LOSS_TWO_STAGE_CE": "two_stage_ce", "LOSS_MILD": "mild"}
 
 
@@ -57,55 +48,48 @@ class TrainedPolicy:
     summary: dict
 
 
-# ---- TrainRejector -------------------------------------------------------------------------
+# ---- the handlers ---------------------------------------------------------------------------
 
 
-def rejector_splits(params: TrainRejectorParams) -> tuple[list[DeferralData], dict]:
-    """(train, validation, test) and how the inputs are represented."""
-    sizes = (params.n_train, params.n_validation, params.n_test)
-    if params.synthetic is not None:
-        s = params.synthetic
-        mixture = SyntheticMixture(
-            n_experts=s.n_experts, dim=s.dim, imbalance=s.imbalance, spread=s.spread, seed=s.seed
-        )
-        return [mixture.sample(n, i) for i, n in enumerate(sizes)], {"kind": "features", "dim": s.dim}
-    from paperworks.services.router.embed import minilm
+def run_train_rejector(params: TrainRejectorParams, ctx: JobContext) -> dict:
+    return _store(_guarded(lambda: train_rejector(params, _progress(ctx))), ctx)
 
-    if params.text_families is not None:
-        t = params.text_families
-        pool = PromptPool.generate(t.prompts_per_family, seed=t.seed)
-        pool = pool.with_features(minilm().embed(pool.texts))
-        families = TextFamilies(pool, imbalance=t.imbalance, seed=t.seed)
-        return [families.sample(n, i) for i, n in enumerate(sizes)], {"kind": "minilm", "dim": 384}
-    logged = params.logged
-    assert logged is not None
-    errors = logged.errors.array()
-    if errors.min() < 0 or errors.max() > 1:
-        raise InvalidArgument("logged.errors", "errors must lie in [0, 1] (1 - quality for generation)")
-    if logged.features is not None:
-        features, represent = (
-            logged.features.array().astype(np.float32),
-            {"kind": "features", "dim": logged.features.shape[1]},
-        )
-    else:
-        features, represent = minilm().embed(logged.texts), {"kind": "minilm", "dim": 384}
-    data = DeferralData(
-        features=features,
-        errors=errors,
-        alpha=np.array([a.alpha for a in logged.agents]),
-        beta=np.array([a.beta for a in logged.agents]),
-        agents=[a.name for a in logged.agents],
-        texts=list(logged.texts) or None,
+
+def run_train_decider(params: TrainDeciderParams, ctx: JobContext) -> dict:
+    return _store(_guarded(lambda: train_decider(params, _progress(ctx), ctx.load_announced_model)), ctx)
+
+
+def _progress(ctx: JobContext) -> Progress:
+    def report(step: int, total: int, stage: str, message: str) -> None:
+        ctx.progress(step, total, stage=stage, message=message)
+
+    return report
+
+
+def _guarded(run) -> TrainedPolicy:
+    """Backend failures (a remote or the local model) become the platform's errors."""
+    try:
+        return run()
+    except BackendError as exc:
+        raise platform_error(exc) from exc
+
+
+def _store(trained: TrainedPolicy, ctx: JobContext) -> dict:
+    policy = ctx.put_artifact(
+        FILE_NAME, dump_policy(trained.meta, trained.tensors), "application/octet-stream"
     )
-    order = np.random.default_rng(params.seed).permutation(len(data))
-    n_val, n_test = (max(1, round(f * len(data))) for f in (logged.validation_fraction, logged.test_fraction))
-    parts = np.split(order, [len(data) - n_val - n_test, len(data) - n_test])
-    return [data.subset(p) for p in parts], represent
+    ctx.put_json("report.json", trained.report)
+    ctx.put_artifact("curves.png", trained.png, "image/png")
+    ctx.announce_model(policy, f"{trained.meta['kind']} routing policy (load it with Route)")
+    return {"kind": trained.meta["kind"], "policy_sha256": policy["sha256"], **trained.summary}
+
+
+# ---- TrainRejector -------------------------------------------------------------------------
 
 
 def train_rejector(params: TrainRejectorParams, progress: Progress) -> TrainedPolicy:
     progress(0, 1, "data", f"building the {params.dataset} dataset")
-    (train, validation, test), represent = rejector_splits(params)
+    (train, validation, test), represent = data.rejector_splits(params)
     config = RejectorConfig(hidden=params.hidden, steps=params.steps, gamma=params.gamma, seed=params.seed)
     scales = params.margin_scales or list(DEFAULT_SCALES)
     chosen = LOSS_NAMES[params.loss]
@@ -187,7 +171,7 @@ def train_rejector(params: TrainRejectorParams, progress: Progress) -> TrainedPo
     )
 
 
-def _agents(params: TrainRejectorParams, data: DeferralData) -> list[dict]:
+def _agents(params: TrainRejectorParams, train: DeferralData) -> list[dict]:
     if params.logged is not None:
         return [
             {
@@ -200,7 +184,7 @@ def _agents(params: TrainRejectorParams, data: DeferralData) -> list[dict]:
         ]
     return [
         {"name": n, "alpha": float(a), "beta": float(b), "model": None}
-        for n, a, b in zip(data.agents, data.alpha, data.beta, strict=True)
+        for n, a, b in zip(train.agents, train.alpha, train.beta, strict=True)
     ]
 
 
@@ -208,50 +192,14 @@ def _agents(params: TrainRejectorParams, data: DeferralData) -> list[dict]:
 
 
 def train_decider(
-    params: TrainDeciderParams, progress: Progress, open_announced: OpenAnnounced | None = None
+    params: TrainDeciderParams, progress: Progress, open_announced: data.OpenAnnounced | None = None
 ) -> TrainedPolicy:
-    t = params.tasks
-    suite = TaskSuite(
-        families=tuple(t.families),
-        max_operand=t.max_operand,
-        max_len=t.max_len,
-        lookup_keys=t.lookup_keys,
-        known_fraction=t.known_fraction,
-        table_seed=t.table_seed,
-        key_zipf=t.key_zipf,
-    )
-    remotes = [
-        RemoteAgent(
-            r.name,
-            r.price,
-            tuple(r.accuracy) if r.model is None else None,
-            r.model.ref() if r.model else None,
-        )
-        for r in params.remotes
-    ]
+    suite = data.task_suite(params.tasks)
+    remotes = data.remote_agents(params.remotes)
     total = 6 + (1 if params.query_router_baseline else 0)
-    tensors: dict[str, torch.Tensor] = {}
-    if params.local.train_tiny is not None:
-        tiny = params.local.train_tiny
-        progress(0, total, "local model", f"training a tiny LM for {tiny.steps} steps")
-        config = dataclasses.replace(
-            DEFAULT_TINY, dim=tiny.dim, n_layers=tiny.layers, mlp_hidden=int(tiny.dim * 2.75) // 8 * 8
-        )
-        module = train_local_tiny(suite, steps=tiny.steps, seed=tiny.seed, config=config)
-        backend = TinyBackend(module)
-        tensors.update(state_with_prefix("local", module))
-        local_meta = {"embedded_tiny": dataclasses.asdict(config)}
-    elif params.local.quantize_job_id:
-        if open_announced is None:
-            raise InvalidArgument("local.quantize_job_id", "a quantized local model needs the job store")
-        job_id = params.local.quantize_job_id
-        progress(0, total, "local model", f"loading the 2-bit model quantizer job {job_id} announced")
-        artifact, backend = open_announced("quantizer", job_id, "local.quantize_job_id")
-        local_meta = {"announced": {"service": "quantizer", "job_id": job_id, "artifact": artifact}}
-    else:
-        assert params.local.model is not None
-        backend = load_backend(params.local.model.ref())
-        local_meta = {"model": params.local.model.model_dump()}
+    backend, local_meta, tensors = data.local_model(
+        params.local, suite, lambda message: progress(0, total, "local model", message), open_announced
+    )
     progress(1, total, "traces", "local answers and remote outcomes")
     traces = {}
     sizes = (params.n_train, params.n_validation, params.n_test)

@@ -1,5 +1,6 @@
-"""Trained SEMIR segmenters and WNE denoisers as safetensors (tensors + JSON metadata), and the
-inference both the jobs and the sync RPCs run. Nothing is unpickled."""
+"""The saved model formats: trained SEMIR segmenters and WNE denoisers as safetensors (tensors +
+JSON metadata; nothing is unpickled), the inference both the jobs and the sync RPCs run with them,
+and the per-structure statistics of a segmentation."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from paperworks.services.segmenter import gnn, wne
-from paperworks.services.segmenter.minor import Minor, MinorParams, build_minor
+from paperworks.services.segmenter import wne
+from paperworks.services.segmenter.semir import gnn
+from paperworks.services.segmenter.semir.minor import Minor, MinorParams, build_minor
 from safetensors.torch import load, save
 from scipy import ndimage
 
@@ -37,8 +39,6 @@ class Segmenter:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Segmenter:
-        from safetensors import safe_open  # noqa: F401  (format check happens in load)
-
         tensors = load(data)
         meta = json.loads(_metadata(data)["semir"])
         models = {}

@@ -1,6 +1,10 @@
-"""Volumes in and out: NIfTI bytes/files (nibabel), an nnU-Net-style dataset folder, checks.
+"""The segmenter's inputs: volumes in and out, synthetic phantoms, and where a job's volumes come
+from (an nnU-Net folder, generated phantoms, NIfTI paths, another job's artifacts). Every server
+path a request names goes through `paperworks.shared.inputs.server_path`:
+`PAPERWORKS_SEGMENTER_DATA_ROOT`, when set, is the only folder it may point into.
 
-A NIfTI volume is read into (array float32, spacing, affine). Every inconsistency raises
+**Volumes in and out**: NIfTI bytes/files (nibabel), an nnU-Net-style dataset folder, checks. A
+NIfTI volume is read into (array float32, spacing, affine). Every inconsistency raises
 InvalidArgument naming the field and saying which check failed: an unreadable header, a
 dimension count other than 2 or 3 (a trailing singleton 4th/5th axis is dropped), a shape
 with a zero or a huge axis, a non-finite or non-positive spacing (pixdim), non-finite
@@ -9,6 +13,12 @@ voxels, and for an image/label pair a shape or spacing mismatch, or non-integer 
 nnU-Net layout (`dataset.json` with `channel_names`, `labels`, `file_ending`;
 `imagesTr/<case>_0000<ending>`, `labelsTr/<case><ending>`, optional `imagesTs/`): one input
 channel is supported.
+
+**Synthetic CT-like phantoms**: a body, organs, small low-contrast lesions, partial-volume blur,
+noise. Labels: 0 background/body, 1 organ, 2 lesion (lesions sit inside organs). Intensities are in
+[0, 1]-ish units: air 0, body 0.3, organs 0.55 / 0.75, lesions `lesion_contrast` above their
+organ. The blur (Gaussian, sigma `blur` voxels) is applied before the noise, as partial-volume
+averaging happens in the scanner and the noise after it.
 """
 
 from __future__ import annotations
@@ -17,10 +27,21 @@ import gzip
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nibabel as nib
 import numpy as np
-from paperworks.shared.errors import InvalidArgument
+from paperworks.services.segmenter.spec import DatasetParams
+from paperworks.shared.errors import FailedPrecondition, InvalidArgument
+from paperworks.shared.inputs import server_path
+from scipy import ndimage
+
+if TYPE_CHECKING:
+    from paperworks.shared.tasks.context import JobContext
+
+MANIFEST = "denoise_manifest.json"
+
+# ---------------------------------------------------------------- volumes: NIfTI, nnU-Net folders
 
 MAX_AXIS = 1024
 MAX_VOXELS = 512**3
@@ -189,3 +210,145 @@ def write_dataset(root: Path, cases, names: dict[int, str], spacing=(1.0, 1.0, 1
     }
     (root / "dataset.json").write_text(json.dumps(meta, indent=1))
     return root
+
+
+# ---------------------------------------------------------------- synthetic phantoms
+
+STRUCTURES = {1: "organ", 2: "lesion"}
+
+
+@dataclass(frozen=True)
+class PhantomConfig:
+    size: int = 32
+    lesions: int = 3
+    lesion_radius: float = 2.5
+    lesion_contrast: float = 0.12
+    noise: float = 0.03
+    blur: float = 0.6
+    organs: int = 2
+
+
+def _ellipsoid(grid, center, radii, rot):
+    d = np.stack([g - c for g, c in zip(grid, center, strict=False)], axis=-1) @ rot
+    return ((d / radii) ** 2).sum(-1) <= 1.0
+
+
+def _rotation(rng) -> np.ndarray:
+    q, r = np.linalg.qr(rng.normal(size=(3, 3)))
+    return q * np.sign(np.diag(r))
+
+
+def phantom(cfg: PhantomConfig, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(image float32 (S, S, S), labels uint8 (S, S, S)) for one seed."""
+    rng = np.random.default_rng(seed)
+    s = cfg.size
+    grid = np.meshgrid(*(np.arange(s, dtype=np.float32),) * 3, indexing="ij")
+    c = (s - 1) / 2
+    image = np.zeros((s,) * 3, np.float32)
+    labels = np.zeros((s,) * 3, np.uint8)
+    body = _ellipsoid(grid, (c, c, c), np.array([0.47, 0.45, 0.42]) * s, _rotation(rng))
+    image[body] = 0.3
+    organ_masks = []
+    for k in range(cfg.organs):
+        for _ in range(50):
+            center = c + rng.uniform(-0.2, 0.2, 3) * s
+            radii = rng.uniform(0.13, 0.22, 3) * s
+            mask = _ellipsoid(grid, center, radii, _rotation(rng)) & body
+            if not any((mask & m).any() for m in organ_masks):
+                break
+        organ_masks.append(mask)
+        image[mask] = 0.55 if k % 2 == 0 else 0.75
+        labels[mask] = 1
+    placed = 0
+    organ = labels == 1
+    inner = ndimage.binary_erosion(organ, iterations=int(np.ceil(cfg.lesion_radius)) + 1)
+    candidates = np.argwhere(inner)
+    for _ in range(200):
+        if placed == cfg.lesions or len(candidates) == 0:
+            break
+        center = candidates[rng.integers(len(candidates))]
+        r = cfg.lesion_radius * rng.uniform(0.85, 1.15)
+        mask = _ellipsoid(grid, center, np.full(3, r), np.eye(3)) & organ
+        if (labels[mask] == 2).any() or mask.sum() < 2:
+            continue
+        grown = ndimage.binary_dilation(mask, iterations=2)
+        if (labels[grown] == 2).any():
+            continue
+        image[mask] = image[tuple(center)] + cfg.lesion_contrast
+        labels[mask] = 2
+        placed += 1
+    if cfg.blur > 0:
+        image = ndimage.gaussian_filter(image, cfg.blur)
+    image = image + rng.normal(0.0, cfg.noise, image.shape).astype(np.float32)
+    return image.astype(np.float32), labels
+
+
+def cohort(cfg: PhantomConfig, seeds) -> list[tuple[np.ndarray, np.ndarray]]:
+    return [phantom(cfg, int(s)) for s in seeds]
+
+
+def noisy_images(size: int, count: int, sigma: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(clean, noisy) stacks of 2D slices (count, size, size) from phantoms, for denoising."""
+    rng = np.random.default_rng(seed)
+    clean = []
+    cfg = PhantomConfig(size=size, noise=0.0, lesion_radius=2.0)
+    k = 0
+    while len(clean) < count:
+        image, _ = phantom(cfg, seed * 1000 + k)
+        k += 1
+        for z in rng.choice(np.arange(size // 4, 3 * size // 4), 4, replace=False):
+            clean.append(image[z])
+    clean = np.stack(clean[:count]).astype(np.float32)
+    noisy = clean + rng.normal(0.0, sigma, clean.shape).astype(np.float32)
+    return clean, noisy
+
+
+# ---------------------------------------------------------------- a job's volumes
+
+
+def load_cases(
+    params: DatasetParams, field: str = "dataset"
+) -> tuple[list[tuple[Volume, Volume | None]], dict]:
+    if params.synthetic is not None:
+        s = params.synthetic
+        cfg = PhantomConfig(
+            size=s.size,
+            lesions=s.lesions,
+            lesion_radius=s.lesion_radius,
+            lesion_contrast=s.lesion_contrast,
+            noise=s.noise,
+            blur=s.blur,
+        )
+        cases = []
+        for k in range(params.limit or s.count):
+            image, labels = phantom(cfg, s.seed * 100_003 + k)
+            sp, aff = (1.0, 1.0, 1.0), np.eye(4)
+            cases.append((Volume(f"case_{k:03d}", image, sp, aff), Volume(f"case_{k:03d}", labels, sp, aff)))
+        return cases, dict(STRUCTURES)
+    path = server_path(params.path, "segmenter", f"{field}.path")
+    return load_dataset(path, f"{field}.path", limit=params.limit)
+
+
+def load_images(paths: list[str], field: str = "images") -> list[Volume]:
+    out = []
+    for k, path in enumerate(paths):
+        p = server_path(path, "segmenter", f"{field}[{k}]")
+        v = as_image(read_file(p, f"{field}[{k}]"), f"{field}[{k}]")
+        v.name = p.name.removesuffix(".gz").removesuffix(".nii").removesuffix("_0000")
+        out.append(v)
+    return out
+
+
+def denoised_volumes(ctx: JobContext, job_id: str, field: str) -> list[Volume]:
+    """The outputs of this tenant's denoise job: SUCCEEDED, or still RUNNING once its manifest
+    (written after every volume) is attached, which is when it submits its chained segment job."""
+    job = ctx.finished_job("segmenter", job_id, field, kind="denoise", states=("SUCCEEDED", "RUNNING"))
+    found = {a.name: a.sha256 for a in ctx.store.artifacts(job_id)}
+    if MANIFEST not in found:
+        raise FailedPrecondition(f"job {job_id} is {job.state} and has not stored its outputs", field)
+    names = json.loads(ctx.artifacts.path(found[MANIFEST]).read_bytes())["volumes"]
+    out = []
+    for name in names:
+        raw = ctx.artifacts.path(found[f"{name}_denoised.nii.gz"]).read_bytes()
+        out.append(as_image(read_nifti(raw, field, name), field))
+    return out

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from google.protobuf.json_format import MessageToDict
 from paperworks.segmenter.v1 import segmenter_pb2
-from paperworks.services.segmenter import synthetic, volumes
+from paperworks.services.segmenter import data
 from paperworks.shared.devstack.demo import console, follow
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 
@@ -59,9 +59,9 @@ def run(client, out: Path) -> None:
     )
     seg = _done(client, client.get(chain.result["segment_job_id"]), "segmenter.segment (chained)")
     console.print(f"chained segment {seg.id}: structures (voxels) {MessageToDict(seg.result['structures'])}")
-    image, _ = synthetic.phantom(synthetic.PhantomConfig(), 99)
+    image, _ = data.phantom(data.PhantomConfig(), 99)
     reply = client.stub("segmenter").Segment(
-        segmenter_pb2.SegmentRequest(model_job_id=train.id, image_nifti=volumes.write_nifti(image)),
+        segmenter_pb2.SegmentRequest(model_job_id=train.id, image_nifti=data.write_nifti(image)),
         metadata=client.metadata,
         timeout=60,
     )

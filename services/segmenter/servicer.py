@@ -8,11 +8,11 @@ import asyncio
 
 import numpy as np
 from paperworks.segmenter.v1 import segmenter_pb2, segmenter_pb2_grpc
-from paperworks.services.segmenter import volumes
-from paperworks.services.segmenter.models import Denoiser, Segmenter, structure_stats
-from paperworks.services.segmenter.sources import job_artifact
-from paperworks.services.segmenter.volumes import Volume
+from paperworks.services.segmenter import data
+from paperworks.services.segmenter.checkpoint import Denoiser, Segmenter, structure_stats
+from paperworks.services.segmenter.data import Volume
 from paperworks.shared.errors import InvalidArgument
+from paperworks.shared.job_refs import job_artifact
 from paperworks.shared.rpc.model_cache import ModelCache
 from paperworks.shared.rpc.runtime import ServiceRuntime
 from paperworks.shared.rpc.status import rpc_method
@@ -30,26 +30,26 @@ def request_volume(request) -> Volume:
     if has_nifti:
         if request.spacing:
             raise InvalidArgument("spacing", "comes from the NIfTI header; leave it empty")
-        v = volumes.read_nifti(request.image_nifti, "image_nifti")
+        v = data.read_nifti(request.image_nifti, "image_nifti")
         field = "image_nifti"
     else:
-        data = to_numpy(request.image, "image")
-        if data.ndim not in (2, 3) or min(data.shape, default=0) < 1:
+        array = to_numpy(request.image, "image")
+        if array.ndim not in (2, 3) or min(array.shape, default=0) < 1:
             raise InvalidArgument(
-                "image.shape", f"{list(data.shape)}: a non-empty 2-D or 3-D volume is required"
+                "image.shape", f"{list(array.shape)}: a non-empty 2-D or 3-D volume is required"
             )
-        spacing = tuple(request.spacing) or (1.0,) * data.ndim
-        if len(spacing) != data.ndim:
-            raise InvalidArgument("spacing", f"{len(spacing)} values for a {data.ndim}-D image")
+        spacing = tuple(request.spacing) or (1.0,) * array.ndim
+        if len(spacing) != array.ndim:
+            raise InvalidArgument("spacing", f"{len(spacing)} values for a {array.ndim}-D image")
         if not all(np.isfinite(s) and s > 0 for s in spacing):
             raise InvalidArgument("spacing", f"{list(spacing)} must be finite and positive")
-        affine = np.diag([*spacing, *([1.0] * (4 - data.ndim))])
-        v, field = Volume("volume", data, spacing, affine), "image"
+        affine = np.diag([*spacing, *([1.0] * (4 - array.ndim))])
+        v, field = Volume("volume", array, spacing, affine), "image"
     if v.data.size > INLINE_MAX_VOXELS:
         raise InvalidArgument(
             field, f"{v.data.size} voxels; at most {INLINE_MAX_VOXELS} inline, submit a job"
         )
-    return volumes.as_image(v, field)
+    return data.as_image(v, field)
 
 
 class SegmenterServicer(segmenter_pb2_grpc.SegmenterServiceServicer):
@@ -81,14 +81,14 @@ class SegmenterServicer(segmenter_pb2_grpc.SegmenterServiceServicer):
         return segmenter_pb2.SubmitDenoiseResponse(job=await self.rt.submit(context, "denoise", request))
 
     def _model(self, tenant, job_id, kind, name, cls):
-        if not job_id:
-            raise InvalidArgument("model_job_id", "required")
-        data, sha = job_artifact(self.rt.store, self.rt.artifacts, tenant, job_id, kind, name, "model_job_id")
-        return self.cache.get(sha, lambda: cls.from_bytes(data))
+        raw, sha = job_artifact(
+            self.rt.store, self.rt.artifacts, tenant, "segmenter", job_id, name, "model_job_id", kind
+        )
+        return self.cache.get(sha, lambda: cls.from_bytes(raw))
 
     def _segment(self, tenant, request):
         seg = self._model(tenant, request.model_job_id, "train_segmenter", "segmenter.safetensors", Segmenter)
-        threshold = request.threshold or 0.5
+        threshold = request.threshold if request.HasField("threshold") else 0.5
         if not 0 < threshold < 1:
             raise InvalidArgument("threshold", "must lie in (0, 1)")
         v = request_volume(request)
@@ -98,7 +98,7 @@ class SegmenterServicer(segmenter_pb2_grpc.SegmenterServiceServicer):
             for s in structure_stats(labels, v.data, v.spacing, seg.structures)
         ]
         return segmenter_pb2.SegmentResponse(
-            labels_nifti=volumes.write_nifti(labels, v.spacing, v.affine),
+            labels_nifti=data.write_nifti(labels, v.spacing, v.affine),
             labels=from_numpy(labels),
             structures=stats,
             supernodes=minor.nodes,
@@ -109,7 +109,7 @@ class SegmenterServicer(segmenter_pb2_grpc.SegmenterServiceServicer):
         v = request_volume(request)
         out = den.denoise(v.data).astype(np.float32)
         return segmenter_pb2.DenoiseResponse(
-            image_nifti=volumes.write_nifti(out, v.spacing, v.affine), image=from_numpy(out)
+            image_nifti=data.write_nifti(out, v.spacing, v.affine), image=from_numpy(out)
         )
 
     @rpc_method

@@ -1,28 +1,25 @@
 """The segmenter service as the platform sees it: SEMIR graph-minor segmentation and WNE denoising.
 
-Import-light (pydantic only). A 0 or an empty value in a request means the documented default,
-as proto3 cannot tell them apart.
+Import-light (pydantic only). A request field whose zero is not its default is `optional` in the
+proto: left unset, it is omitted from the parameters and the default below applies; an explicit 0
+is validated like any other value.
 """
 
 from typing import Annotated, Literal
 
 from paperworks.shared.registry import JobKind, ServiceSpec
-from pydantic import BaseModel, BeforeValidator, Field, model_validator
-
-
-def _default(value):
-    return BeforeValidator(lambda v: value if v in (0, 0.0, "0", "", None) else v)
+from pydantic import BaseModel, Field, model_validator
 
 
 class SyntheticParams(BaseModel):
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
-    count: Annotated[int, _default(5), Field(ge=1, le=64)] = 5
-    size: Annotated[int, _default(32), Field(ge=16, le=256)] = 32
-    lesions: Annotated[int, _default(3), Field(ge=0, le=16)] = 3
-    lesion_radius: Annotated[float, _default(2.5), Field(ge=1.0, le=16.0)] = 2.5
-    lesion_contrast: Annotated[float, _default(0.12), Field(gt=0.0, le=1.0)] = 0.12
-    noise: Annotated[float, _default(0.03), Field(ge=0.0, le=1.0)] = 0.03
-    blur: Annotated[float, _default(0.6), Field(ge=0.0, le=4.0)] = 0.6
+    count: int = Field(default=5, ge=1, le=64)
+    size: int = Field(default=32, ge=16, le=256)
+    lesions: int = Field(default=3, ge=0, le=16)
+    lesion_radius: float = Field(default=2.5, ge=1.0, le=16.0)
+    lesion_contrast: float = Field(default=0.12, gt=0.0, le=1.0)
+    noise: float = Field(default=0.03, ge=0.0, le=1.0)
+    blur: float = Field(default=0.6, ge=0.0, le=4.0)
 
 
 class DatasetParams(BaseModel):
@@ -43,9 +40,9 @@ OptionalJobId = Annotated[str, Field(default="", max_length=128)]
 
 class FitMinorParamsParams(BaseModel):
     dataset: DatasetParams
-    trials: Annotated[int, _default(40), Field(ge=2, le=2000)] = 40
-    optimizer: Annotated[Literal["tpe", "extra_trees"], _default("tpe")] = "tpe"
-    max_volumes: Annotated[int, _default(20), Field(ge=1, le=20)] = 20
+    trials: int = Field(default=40, ge=2, le=2000)
+    optimizer: Literal["tpe", "extra_trees"] = "tpe"
+    max_volumes: int = Field(default=20, ge=1, le=20)
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
 
 
@@ -53,10 +50,10 @@ class TrainSegmenterParams(BaseModel):
     minor_job_id: JobId
     dataset: DatasetParams
     structures: list[Annotated[int, Field(ge=1, le=255)]] = Field(default_factory=list, max_length=32)
-    steps: Annotated[int, _default(200), Field(ge=1, le=100_000)] = 200
-    hidden: Annotated[int, _default(32), Field(ge=4, le=512)] = 32
-    layers: Annotated[int, _default(3), Field(ge=1, le=12)] = 3
-    learning_rate: Annotated[float, _default(1e-2), Field(gt=0.0, le=1.0)] = 1e-2
+    steps: int = Field(default=200, ge=1, le=100_000)
+    hidden: int = Field(default=32, ge=4, le=512)
+    layers: int = Field(default=3, ge=1, le=12)
+    learning_rate: float = Field(default=1e-2, gt=0.0, le=1.0)
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
 
 
@@ -67,7 +64,7 @@ class SegmentParams(BaseModel):
         default_factory=list, max_length=1000
     )
     source_job_id: OptionalJobId = ""
-    threshold: Annotated[float, _default(0.5), Field(gt=0.0, lt=1.0)] = 0.5
+    threshold: float = Field(default=0.5, gt=0.0, lt=1.0)
 
     @model_validator(mode="after")
     def one_input(self):
@@ -79,18 +76,18 @@ class SegmentParams(BaseModel):
 
 class TrainDenoiserParams(BaseModel):
     dataset: DatasetParams
-    backbone: Annotated[Literal["dncnn", "attention"], _default("dncnn")] = "dncnn"
-    wrapper: Annotated[Literal["wne", "input_norm", "none"], _default("wne")] = "wne"
-    noise_sigma: Annotated[float, _default(0.1), Field(gt=0.0, le=10.0)] = 0.1
-    steps: Annotated[int, _default(300), Field(ge=1, le=100_000)] = 300
-    batch_size: Annotated[int, _default(16), Field(ge=1, le=512)] = 16
-    learning_rate: Annotated[float, _default(2e-3), Field(gt=0.0, le=1.0)] = 2e-3
+    backbone: Literal["dncnn", "attention"] = "dncnn"
+    wrapper: Literal["wne", "input_norm", "none"] = "wne"
+    noise_sigma: float = Field(default=0.1, gt=0.0, le=10.0)
+    steps: int = Field(default=300, ge=1, le=100_000)
+    batch_size: int = Field(default=16, ge=1, le=512)
+    learning_rate: float = Field(default=2e-3, gt=0.0, le=1.0)
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
 
 
 class ThenSegment(BaseModel):
     model_job_id: JobId
-    threshold: Annotated[float, _default(0.5), Field(gt=0.0, lt=1.0)] = 0.5
+    threshold: float = Field(default=0.5, gt=0.0, lt=1.0)
 
 
 class DenoiseParams(BaseModel):
@@ -125,6 +122,7 @@ SPEC = ServiceSpec(
     servicer="paperworks.services.segmenter.servicer:SegmenterServicer",
     grpc_module="paperworks.segmenter.v1.segmenter_pb2_grpc",
     grpc_service="SegmenterService",
+    port=50056,
     kinds={
         "fit_minor_params": _kind(
             "fit_minor_params",

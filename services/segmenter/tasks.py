@@ -1,4 +1,5 @@
-"""The segmenter jobs: thin handlers that load volumes, call the method modules, store artifacts."""
+"""The segmenter jobs: thin handlers that load volumes (`data`), call the methods (`semir`, `wne`),
+store artifacts and models (`checkpoint`)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import json
 
 import numpy as np
 import torch
-from paperworks.services.segmenter import gnn, minor, search, sources, volumes, wne
-from paperworks.services.segmenter.models import Denoiser, Segmenter, structure_stats
+from paperworks.services.segmenter import data, wne
+from paperworks.services.segmenter.checkpoint import Denoiser, Segmenter, structure_stats
+from paperworks.services.segmenter.semir import gnn, minor, search
 from paperworks.services.segmenter.spec import (
     DenoiseParams,
     FitMinorParamsParams,
@@ -22,9 +24,8 @@ NIFTI = "application/gzip"
 OCTET = "application/octet-stream"
 
 
-
 def _labelled(params, field="dataset", limit=0):
-    cases, names = sources.load_cases(params, field)
+    cases, names = data.load_cases(params, field)
     cases = [(i, lab) for i, lab in cases if lab is not None][: limit or None]
     if not cases:
         raise InvalidArgument(field, "no case has a label volume")
@@ -32,16 +33,10 @@ def _labelled(params, field="dataset", limit=0):
 
 
 def _minor_params(ctx, job_id: str) -> minor.MinorParams:
-    data, _ = sources.job_artifact(
-        ctx.store,
-        ctx.artifacts,
-        ctx.tenant,
-        job_id,
-        "fit_minor_params",
-        "minor_params.json",
-        "minor_job_id",
+    raw, _ = ctx.job_artifact(
+        "segmenter", job_id, "minor_params.json", "minor_job_id", kind="fit_minor_params"
     )
-    return minor.MinorParams(**json.loads(data)["params"])
+    return minor.MinorParams(**json.loads(raw)["params"])
 
 
 def run_fit_minor_params(params: FitMinorParamsParams, ctx: JobContext) -> dict:
@@ -128,36 +123,25 @@ def run_train_segmenter(params: TrainSegmenterParams, ctx: JobContext) -> dict:
 
 
 def _segmenter(ctx, job_id: str) -> Segmenter:
-    data, _ = sources.job_artifact(
-        ctx.store,
-        ctx.artifacts,
-        ctx.tenant,
-        job_id,
-        "train_segmenter",
-        "segmenter.safetensors",
-        "model_job_id",
+    raw, _ = ctx.job_artifact(
+        "segmenter", job_id, "segmenter.safetensors", "model_job_id", kind="train_segmenter"
     )
-    return Segmenter.from_bytes(data)
+    return Segmenter.from_bytes(raw)
 
 
 def run_segment(params: SegmentParams, ctx: JobContext) -> dict:
     seg = _segmenter(ctx, params.model_job_id)
     if params.dataset is not None:
-        inputs, _ = sources.load_cases(params.dataset)
+        inputs, _ = data.load_cases(params.dataset)
     elif params.images:
-        inputs = [(v, None) for v in sources.load_images(params.images)]
+        inputs = [(v, None) for v in data.load_images(params.images)]
     else:
-        inputs = [
-            (v, None)
-            for v in sources.denoised_volumes(
-                ctx.store, ctx.artifacts, ctx.tenant, params.source_job_id, "source_job_id"
-            )
-        ]
+        inputs = [(v, None) for v in data.denoised_volumes(ctx, params.source_job_id, "source_job_id")]
     report = []
     for k, (image, labels) in enumerate(inputs):
         out, m = seg.segment(image.data, image.spacing, params.threshold)
         ctx.put_artifact(
-            f"{image.name}_seg.nii.gz", volumes.write_nifti(out, image.spacing, image.affine), NIFTI
+            f"{image.name}_seg.nii.gz", data.write_nifti(out, image.spacing, image.affine), NIFTI
         )
         entry = {
             "case": image.name,
@@ -199,7 +183,7 @@ def _slices(cases, per_volume: int = 8) -> np.ndarray:
 
 
 def run_train_denoiser(params: TrainDenoiserParams, ctx: JobContext) -> dict:
-    cases, _ = sources.load_cases(params.dataset)
+    cases, _ = data.load_cases(params.dataset)
     if len(cases) < 2:
         raise InvalidArgument("dataset", "needs at least 2 volumes (one is held out for evaluation)")
     held = max(1, len(cases) // 5)
@@ -246,52 +230,36 @@ def run_train_denoiser(params: TrainDenoiserParams, ctx: JobContext) -> dict:
 
 
 def run_denoise(params: DenoiseParams, ctx: JobContext) -> dict:
-    data, _ = sources.job_artifact(
-        ctx.store,
-        ctx.artifacts,
-        ctx.tenant,
-        params.model_job_id,
-        "train_denoiser",
-        "denoiser.safetensors",
-        "model_job_id",
+    raw, _ = ctx.job_artifact(
+        "segmenter", params.model_job_id, "denoiser.safetensors", "model_job_id", kind="train_denoiser"
     )
-    den = Denoiser.from_bytes(data)
+    den = Denoiser.from_bytes(raw)
     if params.then_segment is not None:  # fail before the work if the chained model is unusable
-        sources.job_of(
-            ctx.store,
-            ctx.tenant,
-            params.then_segment.model_job_id,
-            "train_segmenter",
-            "then_segment.model_job_id",
+        ctx.finished_job(
+            "segmenter", params.then_segment.model_job_id, "then_segment.model_job_id", kind="train_segmenter"
         )
     if params.dataset is not None:
-        inputs = [i for i, _ in sources.load_cases(params.dataset)[0]]
+        inputs = [i for i, _ in data.load_cases(params.dataset)[0]]
     else:
-        inputs = sources.load_images(params.images)
+        inputs = data.load_images(params.images)
     names = []
     for k, image in enumerate(inputs):
         out = den.denoise(image.data)
         ctx.put_artifact(
             f"{image.name}_denoised.nii.gz",
-            volumes.write_nifti(out.astype(np.float32), image.spacing, image.affine),
+            data.write_nifti(out.astype(np.float32), image.spacing, image.affine),
             NIFTI,
         )
         names.append(image.name)
         ctx.progress(k + 1, len(inputs), stage="denoising", message=image.name)
-    ctx.put_json(sources.MANIFEST, {"volumes": names})
+    ctx.put_json(data.MANIFEST, {"volumes": names})
     result = {"volumes": len(names), "cases": names}
     if params.then_segment is not None:
-        follow = SegmentParams(
-            model_job_id=params.then_segment.model_job_id,
-            source_job_id=ctx.job_id,
-            threshold=params.then_segment.threshold,
-        )
-        job, _ = ctx.store.submit(
-            ctx.tenant,
-            "segmenter",
-            "segment",
-            follow.model_dump(mode="json"),
-            f"chain:{ctx.job_id}:segment",
-        )
+        follow = {
+            "model_job_id": params.then_segment.model_job_id,
+            "source_job_id": ctx.job_id,
+            "threshold": params.then_segment.threshold,
+        }
+        job = ctx.submit("segmenter", "segment", follow, f"chain:{ctx.job_id}:segment")
         result["segment_job_id"] = job.id
     return result

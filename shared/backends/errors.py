@@ -120,10 +120,14 @@ class MalformedOutput(BackendError):
 
 
 def platform_error(exc: BackendError, role: str = ""):
-    """The platform error a backend failure becomes, in a job or a sync RPC alike: a bad model or
-    request → INVALID_ARGUMENT on `role.field`; retryable (down, overloaded, too slow) → a
-    TransientError the job runner retries (UNAVAILABLE over RPC); unsupported → FAILED_PRECONDITION;
-    anything else → INTERNAL. `role` ('target', 'judge', 'local') prefixes the field and message."""
+    """The platform error a backend failure becomes, in a job or a sync RPC alike:
+    - a bad model or request (HTTP 400 too) → INVALID_ARGUMENT on `role.field`;
+    - retryable (down, overloaded, too slow) → a TransientError the job runner retries
+      (UNAVAILABLE over RPC);
+    - unsupported, or a remote's lasting refusal (404 no such model, 401/403 a bad key)
+      → FAILED_PRECONDITION;
+    - anything else (a malformed answer) → INTERNAL.
+    `role` ('target', 'judge', 'local') prefixes the field and the message."""
     from paperworks.shared import errors
 
     field = ".".join(p for p in (role, exc.field) if p) or None
@@ -132,6 +136,7 @@ def platform_error(exc: BackendError, role: str = ""):
         return errors.InvalidArgument(field or "model", getattr(exc, "reason", exc.message))
     if exc.retryable:
         return errors.TransientError(prefix + exc.message, field)
-    if isinstance(exc, Unsupported) or exc.grpc_code_name == "FAILED_PRECONDITION":
+    if isinstance(exc, Unsupported | RemoteError) or exc.grpc_code_name == "FAILED_PRECONDITION":
+        # a remote that refused for good (404 no such model, 401/403 a bad key) is a setup problem
         return errors.FailedPrecondition(prefix + exc.message, field)
     return errors.PaperworksError(prefix + exc.message, field)

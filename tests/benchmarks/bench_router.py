@@ -35,19 +35,14 @@ PLOT = ROOT / "results" / "router_curves.png"
 sys.path.insert(0, str(ROOT.parent))
 
 from paperworks.router.v1 import router_pb2, router_pb2_grpc  # noqa: E402
-from paperworks.services.router.checkable import GRADED_LOOKUPS  # noqa: E402
+from paperworks.services.router.data import PromptPool, SyntheticMixture, TextFamilies  # noqa: E402
 from paperworks.services.router.embed import minilm  # noqa: E402
-from paperworks.services.router.pipelines import train_decider  # noqa: E402
-from paperworks.services.router.plots import decider_png  # noqa: E402
-from paperworks.services.router.rejector import (  # noqa: E402
-    RejectorConfig,
-    compare_ce_and_mild,
-)
-from paperworks.services.router.spec import TrainDeciderParams  # noqa: E402
-from paperworks.services.router.synthetic import SyntheticMixture  # noqa: E402
-from paperworks.services.router.text_families import PromptPool, TextFamilies  # noqa: E402
+from paperworks.services.router.figures import decider_png  # noqa: E402
+from paperworks.services.router.mild.rejector import RejectorConfig  # noqa: E402
+from paperworks.services.router.tasks import train_decider  # noqa: E402
 from paperworks.shared.rpc.tensors import from_numpy  # noqa: E402
 from paperworks.shared.sdk.client import Client  # noqa: E402
+from reproduction.router.experiments import compare_ce_and_mild, sdr_params  # noqa: E402
 from support import TOKENS, start_stack  # noqa: E402
 
 SEEDS = tuple(range(int(os.environ.get("BENCH_SEEDS", "5"))))
@@ -106,27 +101,11 @@ def mild_text() -> dict:
     return out
 
 
-def sdr_params(seed: int, n_train: int, n_val: int, n_test: int, steps: int) -> TrainDeciderParams:
-    """The reproduction's suite (tests/reproduction/router): every one of 200 lookup keys in the
-    local LM's training lookups, drawn at Zipf(1.3) frequencies."""
-    return TrainDeciderParams(
-        local={"train_tiny": {"steps": steps, "seed": seed}},
-        tasks=GRADED_LOOKUPS,
-        remotes=[
-            {"name": "small", "price": 1.0, "accuracy": [0.9, 0.5, 0.5]},
-            {"name": "large", "price": 10.0, "accuracy": [0.97, 0.97, 0.97]},
-        ],
-        seed=seed,
-        n_train=n_train,
-        n_validation=n_val,
-        n_test=n_test,
-    )
-
-
 def sdr() -> dict:
     runs = []
     for seed in SEEDS[:3]:
-        trained = train_decider(sdr_params(seed, 3000, 1000, 3000, 500), lambda *_: None)
+        # the reproduction's suite (tests/reproduction/router), 2x its traces
+        trained = train_decider(sdr_params(seed, 3000, 1000, 3000, local_steps=500), lambda *_: None)
         runs.append(trained.summary)
         if seed == 0:
             PLOT.write_bytes(decider_png(trained.report))

@@ -16,19 +16,26 @@ only the minor's speed and keeps the other committed figures.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from paperworks.services.segmenter import experiments, gnn, search, synthetic, unet, wne
-from paperworks.services.segmenter.minor import build_minor
-from paperworks.services.segmenter.models import Segmenter
 
 RESULTS = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(RESULTS.parent.parent))  # tests/: the reproduction experiments
+
+from paperworks.services.segmenter import baselines, data, wne  # noqa: E402
+from paperworks.services.segmenter.checkpoint import Segmenter  # noqa: E402
+from paperworks.services.segmenter.semir import gnn, search  # noqa: E402
+from paperworks.services.segmenter.semir.minor import build_minor  # noqa: E402
+from reproduction.segmenter import experiments  # noqa: E402
+
 QUICK = os.environ.get("BENCH_SEGMENTER_QUICK") == "1"
 # re-measure only the minor's speed and keep the other committed figures (the full run takes ~30 min)
 MINOR_ONLY = os.environ.get("BENCH_SEGMENTER_MINOR_ONLY") == "1"
@@ -46,9 +53,7 @@ def _best(fn, repeats=3):
 def minor_speed() -> dict:
     out = {}
     for size in (64, 128) if QUICK else (64, 128, 256):
-        image, _ = synthetic.phantom(
-            synthetic.PhantomConfig(size=size, lesions=6, lesion_radius=size / 16), 0
-        )
+        image, _ = data.phantom(data.PhantomConfig(size=size, lesions=6, lesion_radius=size / 16), 0)
         params = search.hand_set([image])
         build_minor(image, params)  # warm-up (kernel build, caches)
         seconds, m = _best(
@@ -64,19 +69,19 @@ def minor_speed() -> dict:
 
 
 def segment_time(size=48) -> dict:
-    cfg = synthetic.PhantomConfig(size=size)
-    train = synthetic.cohort(cfg, range(4))
+    cfg = data.PhantomConfig(size=size)
+    train = data.cohort(cfg, range(4))
     params, _ = search.search(train, 10, "tpe", 0)
     minors = [build_minor(i, params) for i, _ in train]
     seg = Segmenter(
         params,
-        dict(synthetic.STRUCTURES),
+        dict(data.STRUCTURES),
         {k: gnn.train_structure(minors, [lab == k for _, lab in train], steps=20) for k in (1, 2)},
     )
-    net = unet.train_unet(train, 3, steps=2, base=8)
-    image = synthetic.phantom(cfg, 99)[0]
+    net = baselines.train_unet(train, 3, steps=2, base=8)
+    image = data.phantom(cfg, 99)[0]
     t_semir, _ = _best(lambda: seg.segment(image))
-    t_unet, _ = _best(lambda: unet.predict_unet(net, image))
+    t_unet, _ = _best(lambda: baselines.predict_unet(net, image))
     return {"size": size, "semir_s": t_semir, "unet_s": t_unet, "semir_over_unet": t_semir / t_unet}
 
 
@@ -118,7 +123,7 @@ def main() -> None:
     }
     results["minor_speed"] = minor_speed()
     results["claim2_fewshot"] = experiments.fewshot(
-        synthetic.PhantomConfig(size=32 if QUICK else 40, lesion_radius=2.0, lesions=4),
+        data.PhantomConfig(size=32 if QUICK else 40, lesion_radius=2.0, lesions=4),
         range(6 if QUICK else 10),
         range(500, 504 if QUICK else 506),
         trials=trials,
@@ -192,4 +197,7 @@ def table(r: dict) -> str:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()
     main()

@@ -7,9 +7,9 @@ import grpc
 import pytest
 from paperworks.quantizer.v1 import quantizer_pb2
 from paperworks.router.v1 import router_pb2
-from paperworks.services.router.checkable import TaskSuite
-from paperworks.services.router.local_lm import train_local_tiny
-from paperworks.services.router.policy import load_policy
+from paperworks.services.router.checkpoint import load_policy
+from paperworks.services.router.data import TaskSuite
+from paperworks.services.router.sdr.local_lm import train_local_tiny
 from paperworks.shared.backends.tiny_model import save_tiny
 from paperworks.shared.sdk.client import Client
 from support import TOKENS, finished, service_fixtures

@@ -28,12 +28,8 @@ import string
 from dataclasses import dataclass
 from functools import cached_property
 
+from paperworks.services.router.spec import FAMILIES
 from paperworks.shared.backends.tiny_data import Task
-
-FAMILIES = ("add", "upper", "lookup")
-# The SDR reproduction's and benchmark's suite: every one of 200 lookup keys is in the local LM's
-# training lookups, drawn at Zipf(1.3) frequencies, so knowing a key is graded by exposure.
-GRADED_LOOKUPS = {"lookup_keys": 200, "known_fraction": 1.0, "key_zipf": 1.3}
 
 
 @dataclass(frozen=True)

@@ -11,36 +11,10 @@ the design follows the paper's description of expert imbalance.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
-
-
-@dataclass(frozen=True)
-class DeferralData:
-    """Logged outcomes: features [N, d], per-agent errors [N, A] in [0, 1], costs' alpha, beta."""
-
-    features: np.ndarray
-    errors: np.ndarray
-    alpha: np.ndarray
-    beta: np.ndarray
-    agents: list[str]
-    texts: list[str] | None = None
-    groups: np.ndarray | None = field(default=None, compare=False)
-
-    def __len__(self) -> int:
-        return len(self.features)
-
-    def subset(self, index: np.ndarray) -> DeferralData:
-        return DeferralData(
-            features=self.features[index],
-            errors=self.errors[index],
-            alpha=self.alpha,
-            beta=self.beta,
-            agents=self.agents,
-            texts=[self.texts[i] for i in index] if self.texts is not None else None,
-            groups=self.groups[index] if self.groups is not None else None,
-        )
+from paperworks.services.router.mild.deferral import DeferralData
 
 
 @dataclass(frozen=True)

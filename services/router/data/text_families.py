@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass
 
 import numpy as np
-from paperworks.services.router.synthetic import DeferralData
+from paperworks.services.router.mild.deferral import DeferralData
 
 AGENTS = ("base", "math-expert", "code-expert", "large-generalist")
 PRICES = np.array([0.0, 0.02, 0.06, 0.20])

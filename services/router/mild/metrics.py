@@ -10,7 +10,7 @@ a test split resampled so that every expert is the best agent equally often.
 from __future__ import annotations
 
 import numpy as np
-from paperworks.services.router.deferral import best_agents
+from paperworks.services.router.mild.deferral import best_agents
 
 
 def deferral_loss(choice: np.ndarray, costs: np.ndarray) -> float:

@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from paperworks.services.router.deferral import (
+from paperworks.services.router.mild.deferral import (
+    DeferralData,
     agent_costs,
     best_frequencies,
     deferral_surrogate,
     expert_margins,
 )
-from paperworks.services.router.metrics import balanced_deferral_loss, deferral_report
-from paperworks.services.router.synthetic import DeferralData
+from paperworks.services.router.mild.metrics import balanced_deferral_loss
 from torch import nn
 
 DEFAULT_SCALES = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 2.0, 4.0)
@@ -193,19 +193,3 @@ def coverage_curve(module: Rejector, data: DeferralData, points: int = 33) -> li
         )
     return curve
 
-
-def compare_ce_and_mild(
-    train: DeferralData,
-    validation: DeferralData,
-    test: DeferralData,
-    config: RejectorConfig,
-    scales: Sequence[float] = DEFAULT_SCALES,
-) -> dict[str, dict]:
-    """The two-stage CE baseline and MILD fitted on the same splits: each one's test deferral report
-    and margin scale (the comparison the reproduction tests and the benchmark make)."""
-    out = {}
-    for name, fitted in (("ce", fit_two_stage_ce(train, config)),
-                         ("mild", fit_mild(train, validation, config, scales))):
-        report = deferral_report(fitted.choose(test.features), costs_of(test), test.errors)
-        out[name] = {**report, "scale": fitted.scale}
-    return out

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from paperworks.services.router.sdr.traces import Traces
 from torch import nn
 
 
@@ -166,3 +167,24 @@ def lambda_for_budget(points: Sequence[OperatingPoint], budget: float) -> float:
     if not fitting:
         return max(p.lam for p in points)
     return max(fitting, key=lambda p: (p.quality, p.lam)).lam
+
+
+@dataclass
+class SDRFit:
+    """A trained decision module, its lambda grid and validation curve, and the default lambda."""
+
+    module: QualityHeads
+    lambdas: np.ndarray
+    validation_curve: list[OperatingPoint]
+    default_lambda: float
+
+
+def fit_sdr(train: Traces, validation: Traces, costs: np.ndarray, config: DeciderConfig) -> SDRFit:
+    """The module fitted on training traces; its curve over `lambda_grid` on validation traces."""
+    module = fit_decider(train.local.features, train.qualities, config, train.local.layout.blocks())
+    lambdas = lambda_grid(costs)
+    val_points = sweep(module.predict(validation.local.features), validation.qualities, costs, lambdas)
+    # Default preference: the knee, the point with the best quality - cost / c_max trade-off.
+    c_max = costs.max()
+    knee = max(val_points, key=lambda p: p.quality - p.cost / c_max)
+    return SDRFit(module, lambdas, val_points, knee.lam)

@@ -1,11 +1,8 @@
-"""Selective Deferred Routing end to end: traces, the decision module, and its evaluation.
+"""SDR's evaluation: test curves and accept-decision AUROCs against baselines on the same traces.
 
-Traces (SDR, ICML 2026, training data): for each generated checkable task the local LM answers
-(greedy) and yields its features (`local_lm`); every remote's quality on the task is observed
-(simulated from known accuracy, or a real remote's answer checked). Options are 0 = accept the
-local answer (cost 0) and 1..m = the remotes (their prices). The decision module (`decider`) is
-fitted on the training traces; lambda is calibrated on validation traces; curves are measured on
-test traces, whose lookup keys the router never saw. Baselines, on the same traces:
+The decision module (`decider`) is fitted on the training traces; lambda is calibrated on
+validation traces; curves are measured on test traces, whose lookup keys the router never saw.
+Baselines, on the same traces:
 - always-local and always-best (the remote with the best training quality),
 - a confidence-threshold cascade: accept the local answer when exp(-mean NLL) >= tau, else call
   one fixed remote (tau swept, every remote tried; the union of their points),
@@ -27,68 +24,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from paperworks.services.router.checkable import TaskSuite
-from paperworks.services.router.curves import normalized_area
-from paperworks.services.router.decider import (
+from paperworks.services.router.sdr.curves import normalized_area
+from paperworks.services.router.sdr.decider import (
     DeciderConfig,
     OperatingPoint,
     QualityHeads,
+    SDRFit,
     evaluate_choice,
     fit_decider,
-    lambda_grid,
     sweep,
 )
-from paperworks.services.router.local_lm import LocalAnswers, answer_and_features
-from paperworks.services.router.remotes import RemoteAgent, remote_quality, simulated_quality
-from paperworks.shared.backends.base import ModelBackend
+from paperworks.services.router.sdr.traces import Traces
 
-SPLITS = ("train", "validation", "test")
-# Which entries of the local model's hidden-state stack feed the decider (negative: from the end;
-# -1 is the final, normed layer). Recorded in the policy so Route reads the same ones.
-HIDDEN_LAYERS: tuple[int, ...] = (-1,)
 # (components per block or None, weight decay) candidates of the accept-decision comparison.
 SELECTION_GRID: tuple[tuple[int | None, float], ...] = tuple(itertools.product((2, 4, 8, None), (0.1, 3.0)))
-
-
-@dataclass
-class Traces:
-    prompts: list[str]
-    families: np.ndarray
-    local: LocalAnswers
-    qualities: np.ndarray  # [N, 1 + m]: local, then each remote
-
-    def __len__(self) -> int:
-        return len(self.prompts)
-
-
-def collect_traces(
-    backend: ModelBackend,
-    suite: TaskSuite,
-    remotes: list[RemoteAgent],
-    n: int,
-    *,
-    seed: int,
-    part: int,
-    max_new_tokens: int = 8,
-    layers: Sequence[int] = HIDDEN_LAYERS,
-) -> Traces:
-    """Traces for one split (`part` 0/1/2 also selects that split's lookup keys)."""
-    tasks = suite.generate(n, seed=1000 * seed + part, part=part)
-    local = answer_and_features(
-        backend, [t.prompt for t in tasks], max_new_tokens=max_new_tokens, layers=layers
-    )
-    families = np.array([suite.family_of(t) for t in tasks])
-    columns = [np.array([float(t.check(a)) for t, a in zip(tasks, local.texts, strict=True)])]
-    for i, remote in enumerate(remotes):
-        if remote.simulated:
-            columns.append(simulated_quality(remote, families, 1000 * seed + part, i))
-        else:
-            columns.append(remote_quality(remote, tasks))
-    return Traces([t.prompt for t in tasks], families, local, np.stack(columns, axis=1))
-
-
-def option_costs(remotes: list[RemoteAgent]) -> np.ndarray:
-    return np.array([0.0] + [r.price for r in remotes])
 
 
 def auroc(labels: np.ndarray, scores: np.ndarray) -> float | None:
@@ -118,24 +67,6 @@ class Curve:
 
     def to_dict(self) -> dict:
         return {"name": self.name, "area": self.area, "points": [p.to_dict() for p in self.points]}
-
-
-@dataclass
-class SDRFit:
-    module: QualityHeads
-    lambdas: np.ndarray
-    validation_curve: list[OperatingPoint]
-    default_lambda: float
-
-
-def fit_sdr(train: Traces, validation: Traces, costs: np.ndarray, config: DeciderConfig) -> SDRFit:
-    module = fit_decider(train.local.features, train.qualities, config, train.local.layout.blocks())
-    lambdas = lambda_grid(costs)
-    val_points = sweep(module.predict(validation.local.features), validation.qualities, costs, lambdas)
-    # Default preference: the knee, the point with the best quality - cost / c_max trade-off.
-    c_max = costs.max()
-    knee = max(val_points, key=lambda p: p.quality - p.cost / c_max)
-    return SDRFit(module, lambdas, val_points, knee.lam)
 
 
 def fit_selected(

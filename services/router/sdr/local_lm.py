@@ -17,16 +17,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import torch
-from paperworks.services.router.checkable import TaskSuite
 from paperworks.shared.backends.base import ModelBackend
+from paperworks.shared.backends.tiny_data import Task
 from paperworks.shared.backends.tiny_model import TinyConfig, TinyDecoder
 from paperworks.shared.backends.tiny_train import train_tiny_lm
 
 SCALAR_FEATURES = ("entropy_mean", "entropy_max", "nll_mean", "nll_max", "answer_tokens")
 DEFAULT_TINY = TinyConfig(dim=64, n_layers=2, n_heads=4, mlp_hidden=176, max_seq_len=48)
+
+
+class TaskSource(Protocol):
+    """What SDR asks of a suite of checkable tasks (the service's `data.TaskSuite`)."""
+
+    families: tuple[str, ...]
+
+    def generate(self, n: int, seed: int, *, known_only: bool = False, part: int | None = None) -> list[Task]:
+        ...
+
+    def family_of(self, task: Task) -> int:
+        ...
 
 
 @dataclass(frozen=True)
@@ -99,7 +112,7 @@ def answer_and_features(
 
 
 def train_local_tiny(
-    suite: TaskSuite,
+    suite: TaskSource,
     *,
     steps: int,
     seed: int,

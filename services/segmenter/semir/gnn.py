@@ -37,7 +37,7 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-from paperworks.services.segmenter.minor import EDGE_FEATURES, NODE_FEATURES, Minor
+from paperworks.services.segmenter.semir.minor import EDGE_FEATURES, NODE_FEATURES, Minor
 from torch import nn
 from torch_geometric.nn import GINEConv
 

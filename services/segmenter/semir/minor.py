@@ -52,7 +52,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from paperworks.services.segmenter.contraction import Runs, seeded_contraction
+from paperworks.services.segmenter.semir.contraction import Runs, seeded_contraction
 from scipy import ndimage
 
 SMOOTH = 0.7

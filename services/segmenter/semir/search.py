@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from paperworks.services.segmenter.minor import MinorParams, boundary_dice, build_minor, label_boundary
+from paperworks.services.segmenter.semir.minor import MinorParams, boundary_dice, build_minor, label_boundary
 from scipy import ndimage
 
 ROI = 4

@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 from google.rpc import code_pb2
 from paperworks.segmenter.v1 import segmenter_pb2
-from paperworks.services.segmenter import synthetic, volumes
+from paperworks.services.segmenter import data
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.status import field_violations
 from paperworks.shared.rpc.tensors import from_numpy, to_numpy
 from paperworks.shared.sdk.client import Client
 from support import TOKENS, announced_models, finished, service_fixtures
 
-CFG = synthetic.PhantomConfig(size=24, lesions=2, lesion_radius=2.0)
+CFG = data.PhantomConfig(size=24, lesions=2, lesion_radius=2.0)
 SPACING = (1.0, 0.8, 0.8)
 
 
@@ -29,8 +29,8 @@ stack, client = service_fixtures("segmenter")
 
 @pytest.fixture(scope="module")
 def dataset_dir(tmp_path_factory):
-    cases = synthetic.cohort(CFG, range(4))
-    return volumes.write_dataset(tmp_path_factory.mktemp("nnunet"), cases, synthetic.STRUCTURES, SPACING)
+    cases = data.cohort(CFG, range(4))
+    return data.write_dataset(tmp_path_factory.mktemp("nnunet"), cases, data.STRUCTURES, SPACING)
 
 
 @pytest.fixture(scope="module")
@@ -97,11 +97,11 @@ def test_segment_job_writes_label_volumes_with_the_input_geometry(client, traine
 
 
 def test_inline_segment_from_nifti_and_from_a_tensor(client, trained):
-    image, _ = synthetic.phantom(CFG, 50)
+    image, _ = data.phantom(CFG, 50)
     stub = client.stub("segmenter")
     a = stub.Segment(
         segmenter_pb2.SegmentRequest(
-            model_job_id=trained.id, image_nifti=volumes.write_nifti(image, SPACING)
+            model_job_id=trained.id, image_nifti=data.write_nifti(image, SPACING)
         ),
         metadata=client.metadata,
         timeout=60,
@@ -112,7 +112,7 @@ def test_inline_segment_from_nifti_and_from_a_tensor(client, trained):
         timeout=60,
     )
     assert np.array_equal(to_numpy(a.labels), to_numpy(b.labels)) and a.supernodes == b.supernodes > 0
-    lifted = volumes.read_nifti(a.labels_nifti, "x")
+    lifted = data.read_nifti(a.labels_nifti, "x")
     assert lifted.data.shape == image.shape and np.allclose(lifted.spacing, SPACING)
     assert [s.name for s in a.structures] == ["organ", "lesion"]
     two_d = stub.Segment(
@@ -143,7 +143,7 @@ def test_denoise_chains_a_segment_job_without_the_client(client, denoiser, train
         "case_001_seg.nii.gz",
         "statistics.json",
     }
-    image, _ = synthetic.phantom(CFG, 51)
+    image, _ = data.phantom(CFG, 51)
     reply = client.stub("segmenter").Denoise(
         segmenter_pb2.DenoiseRequest(model_job_id=denoiser.id, image=from_numpy(image)),
         metadata=client.metadata,
@@ -152,8 +152,8 @@ def test_denoise_chains_a_segment_job_without_the_client(client, denoiser, train
     assert to_numpy(reply.image).shape == image.shape
 
 
-def _nifti(data, zooms=None):
-    img = nib.Nifti1Image(data, np.eye(4))
+def _nifti(array, zooms=None):
+    img = nib.Nifti1Image(array, np.eye(4))
     if zooms is not None:
         img.header["pixdim"][1:4] = zooms
     return gzip.compress(img.to_bytes())
@@ -169,6 +169,7 @@ def test_bad_volumes_are_invalid_argument_saying_which(client, trained, dataset_
         (dict(image=from_numpy(good), spacing=[1.0, 1.0]), "spacing", "3-D"),
         (dict(image=from_numpy(np.zeros(5, np.float32))), "image.shape", "2-D or 3-D"),
         (dict(), "image_nifti", "exactly one"),
+        (dict(image=from_numpy(good), threshold=0.0), "threshold", "(0, 1)"),
     ]
     for kwargs, field, why in cases:
         with pytest.raises(grpc.RpcError) as exc:
@@ -184,9 +185,9 @@ def test_bad_volumes_are_invalid_argument_saying_which(client, trained, dataset_
     (tmp_path / "imagesTr").mkdir()
     (tmp_path / "labelsTr").mkdir()
     (tmp_path / "dataset.json").write_text((dataset_dir / "dataset.json").read_text())
-    (tmp_path / "imagesTr" / "x_0000.nii.gz").write_bytes(volumes.write_nifti(good, (1.0, 1.0, 1.0)))
+    (tmp_path / "imagesTr" / "x_0000.nii.gz").write_bytes(data.write_nifti(good, (1.0, 1.0, 1.0)))
     (tmp_path / "labelsTr" / "x.nii.gz").write_bytes(
-        volumes.write_nifti(good.astype(np.uint8), (1.0, 2.0, 1.0))
+        data.write_nifti(good.astype(np.uint8), (1.0, 2.0, 1.0))
     )
     job = client.wait(
         client.submit("segmenter", "fit_minor_params", dataset={"path": str(tmp_path)}, trials=2).id,
@@ -196,7 +197,9 @@ def test_bad_volumes_are_invalid_argument_saying_which(client, trained, dataset_
     (violation,) = job.error.field_violations
     assert "labelsTr/x.nii.gz" in violation.field and "spacing" in violation.description
     before = len(client.list("segmenter", page_size=500)[0])
-    for params, field in (({"trials": 1}, "trials"), ({"optimizer": "grid"}, "optimizer")):
+    # an explicit 0 is a value, not "unset" (the default applies only when the field is left out)
+    refused = (({"trials": 1}, "trials"), ({"trials": 0}, "trials"), ({"optimizer": "grid"}, "optimizer"))
+    for params, field in refused:
         with pytest.raises(grpc.RpcError) as exc:
             client.submit("segmenter", "fit_minor_params", dataset={"synthetic": {"seed": 1}}, **params)
         assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT

@@ -6,15 +6,16 @@ Both rejectors are trained on the same splits in this run with the same MLP, opt
 full-batch steps (150 left CE visibly short of converged at 100:1); MILD's margin scale is chosen
 on the validation split from `DEFAULT_SCALES` (0 = the CE baseline is a candidate). Measured on a
 held-out test split of the same imbalanced distribution, at the two ends of the range (30:1 behaves
-alike, see the README). Pass rule: per ratio, the mean per-seed gain (balanced loss, and minority
-recall) must exceed 2 standard errors of the per-seed gains measured in this run.
+alike, see docs/reproductions/router.md). Pass rule: per ratio, the mean per-seed gain (balanced
+loss, and minority recall) must exceed 2 standard errors of the per-seed gains measured in this run.
 """
 
 from __future__ import annotations
 
 import pytest
-from paperworks.services.router.rejector import RejectorConfig, compare_ce_and_mild
-from paperworks.services.router.synthetic import SyntheticMixture
+from paperworks.services.router.data import SyntheticMixture
+from paperworks.services.router.mild.rejector import RejectorConfig
+from reproduction.router.experiments import compare_ce_and_mild
 from support import clears_its_spread
 
 IMBALANCES = (10, 100)

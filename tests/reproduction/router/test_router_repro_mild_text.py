@@ -5,7 +5,7 @@ family (hard multiplication, owned by the large model) is 10x / 100x rarer than 
 Claim: MILD lowers the expert-balanced deferral loss and raises the minority expert's recall versus
 the two-stage CE surrogate, both trained in this run on the same embedded splits.
 
-Made honest (see `text_families.py`): the minority family overlaps the arithmetic family in the
+Made honest (see `data/text_families.py`): the minority family overlaps the arithmetic family in the
 embedding (an earlier, separable minority family let CE reach recall 1.0 at 10:1 and 30:1, so the
 test said nothing there), quality noise is small enough not to relabel best agents, and both
 rejectors get the same 400 steps (at 150, CE was under-trained and MILD's 100:1 "win" was largely
@@ -18,8 +18,9 @@ recall) must exceed 2 standard errors of the per-seed gains measured in this run
 from __future__ import annotations
 
 import pytest
-from paperworks.services.router.rejector import RejectorConfig, compare_ce_and_mild
-from paperworks.services.router.text_families import PromptPool, TextFamilies
+from paperworks.services.router.data import PromptPool, TextFamilies
+from paperworks.services.router.mild.rejector import RejectorConfig
+from reproduction.router.experiments import compare_ce_and_mild
 from support import clears_its_spread
 
 IMBALANCES = (10, 100)

@@ -9,22 +9,21 @@ simulated remotes of known accuracy and price (1 and 10) stand behind it. On hel
   predicting that the local answer is right).
 Asserted: the full local features (hidden states + entropy / NLL) beat MiniLM on every seed, and
 hidden states alone at least match it on the mean per-seed gain (both sides tuned alike on
-validation, `sdr.fit_selected`); they beat it by more than 2 standard errors of the gains on the
+validation, `sdr.evaluation.fit_selected`); they beat it by more than 2 standard errors of the gains on the
 machine the suite was built on, not on a later one (see the test). Where they win, it is because
 the local LM's training lookups draw their keys at Zipf(1.3) frequencies (`key_zipf`): knowing a
 key is then graded by familiarity, as knowledge in real LLMs tracks how often an entity was seen,
 and familiarity is linearly visible in the states for keys the router
 never saw. With a uniformly trained random 60% of 100 keys the states carry key identity, not
-knowing, and only tie MiniLM (services/router/README.md, item 3).
+knowing, and only tie MiniLM (docs/reproductions/router.md, item 3).
 The job's own pipeline (`train_decider`) is what runs, exactly as the service runs it.
 """
 
 from __future__ import annotations
 
 import pytest
-from paperworks.services.router.checkable import GRADED_LOOKUPS
-from paperworks.services.router.pipelines import train_decider
-from paperworks.services.router.spec import TrainDeciderParams
+from paperworks.services.router.tasks import train_decider
+from reproduction.router.experiments import sdr_params
 from support import clears_its_spread
 
 SEEDS = (0, 1, 2)
@@ -32,18 +31,7 @@ BASELINES = ("always_local", "always_best", "confidence_cascade", "query_router"
 
 
 def run(seed: int) -> dict:
-    params = TrainDeciderParams(
-        local={"train_tiny": {"steps": 400, "seed": seed}},
-        tasks=GRADED_LOOKUPS,
-        remotes=[
-            {"name": "small", "price": 1.0, "accuracy": [0.9, 0.5, 0.5]},
-            {"name": "large", "price": 10.0, "accuracy": [0.97, 0.97, 0.97]},
-        ],
-        seed=seed,
-        n_train=1500,
-        n_validation=600,
-        n_test=1500,
-    )
+    params = sdr_params(seed, n_train=1500, n_validation=600, n_test=1500, local_steps=400)
     return train_decider(params, lambda *_: None).summary
 
 
@@ -79,7 +67,7 @@ def test_hidden_states_alone_match_query_embeddings_for_the_accept_decision(resu
     +0.029 / +0.019 / +0.032, asserted then as a mean over 2 standard errors). On a later machine
     (a Sapphire Rapids CPU with AMX: the same code, other float rounding) the gains read +0.024 /
     +0.004 / -0.016, and over seeds 0-7 a mean of +0.013 against 2 s.e. of 0.016: a win on six seeds
-    of eight, not a reliable one (services/router/README.md, item 3). What holds on both is parity or
+    of eight, not a reliable one (docs/reproductions/router.md, item 3). What holds on both is parity or
     better, asserted as a mean gain of at least -0.01; whether the win clears its spread is printed."""
     gains = [
         results[s]["accept_auroc"]["hidden_states_only"] - results[s]["accept_auroc"]["query_embedding"]

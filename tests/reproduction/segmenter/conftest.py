@@ -1,4 +1,4 @@
-"""Shared runs of the segmenter's reproduction experiments (paperworks.services.segmenter.experiments).
+"""Shared runs of the segmenter's reproduction experiments (`experiments.py` beside this file).
 `SEGMENTER_REPRO_SEED` picks another seed."""
 
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from paperworks.services.segmenter import experiments, synthetic
+from paperworks.services.segmenter import data
+from reproduction.segmenter import experiments
 
 SEED = int(os.environ.get("SEGMENTER_REPRO_SEED", "0"))
 TRAIN = range(SEED * 1000, SEED * 1000 + 8)
@@ -16,7 +17,7 @@ TEST = range(SEED * 1000 + 500, SEED * 1000 + 506)
 @pytest.fixture(scope="session")
 def fewshot_run():
     return experiments.fewshot(
-        synthetic.PhantomConfig(lesion_radius=2.0), TRAIN, TEST, trials=60, steps=200, seed=SEED
+        data.PhantomConfig(lesion_radius=2.0), TRAIN, TEST, trials=60, steps=200, seed=SEED
     )
 
 

@@ -1,4 +1,5 @@
-"""The reproduction experiments, shared by tests/reproduction/segmenter and the benchmark.
+"""The reproduction experiments, shared by tests/reproduction/segmenter and the benchmark
+(imported as `reproduction.segmenter.experiments`).
 
 Every comparison trains its baseline in the same run on the same synthetic volumes.
 1. lifting: the minor's partition is exact; oracle (node-majority) Dice per structure.
@@ -15,19 +16,19 @@ Every comparison trains its baseline in the same run on the same synthetic volum
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 
 import numpy as np
 import torch
-from paperworks.services.segmenter import gnn, search, synthetic, unet, wne
-from paperworks.services.segmenter.minor import MinorParams, build_minor, dice, oracle_dice
+from paperworks.services.segmenter import baselines, data, wne
+from paperworks.services.segmenter.semir import gnn, search
+from paperworks.services.segmenter.semir.minor import MinorParams, build_minor, dice, oracle_dice
 from scipy import ndimage
 
 
-def lifting(cfg: synthetic.PhantomConfig, seeds, params: MinorParams) -> dict:
+def lifting(cfg: data.PhantomConfig, seeds, params: MinorParams) -> dict:
     out = {"exact": True, "oracle": {1: [], 2: []}, "supernodes": [], "voxels": 0}
     for s in seeds:
-        image, labels = synthetic.phantom(cfg, s)
+        image, labels = data.phantom(cfg, s)
         m = build_minor(image, params)
         counted = int((m.node == -1).sum() + m.size.sum())
         partition = np.array_equal(m.lift(np.arange(m.nodes), background=-1), m.node)
@@ -60,8 +61,8 @@ def _pipeline_dice(params, train, test, steps, seed, structure=2) -> tuple[float
 
 def fewshot(cfg, train_seeds, test_seeds, trials=60, steps=200, seed=0, method="tpe") -> dict:
     torch.set_num_threads(1)
-    train = synthetic.cohort(cfg, train_seeds)
-    test = synthetic.cohort(cfg, test_seeds)
+    train = data.cohort(cfg, train_seeds)
+    test = data.cohort(cfg, test_seeds)
     hand = search.hand_set([v[0] for v in train])
     learned, _ = search.search(train, trials, method, seed)
     out = {"hand": hand.as_dict(), "learned": learned.as_dict()}
@@ -88,9 +89,9 @@ def semir_vs_unet(radii, train_seeds, test_seeds, trials=60, steps=150, unet_bas
     threads = torch.get_num_threads()
     out = {}
     for r in radii:
-        cfg = synthetic.PhantomConfig(size=size, lesion_radius=float(r))
-        train = synthetic.cohort(cfg, train_seeds)
-        test = synthetic.cohort(cfg, test_seeds)
+        cfg = data.PhantomConfig(size=size, lesion_radius=float(r))
+        train = data.cohort(cfg, train_seeds)
+        test = data.cohort(cfg, test_seeds)
         targets = [lab == 2 for _, lab in test]
         torch.set_num_threads(1)
         t = time.perf_counter()
@@ -105,8 +106,8 @@ def semir_vs_unet(radii, train_seeds, test_seeds, trials=60, steps=150, unet_bas
         t_semir = time.perf_counter() - t
         torch.set_num_threads(threads)
         t = time.perf_counter()
-        net = unet.train_unet(train, 3, steps=steps, base=unet_base, seed=seed)
-        dense = pooled_dice([unet.predict_unet(net, i) == 2 for i, _ in test], targets)
+        net = baselines.train_unet(train, 3, steps=steps, base=unet_base, seed=seed)
+        dense = pooled_dice([baselines.predict_unet(net, i) == 2 for i, _ in test], targets)
         t_unet = time.perf_counter() - t
         out[float(r)] = {
             "semir": semir,
@@ -131,8 +132,8 @@ def wne_claims(
     sigmas=(0.02, 0.1, 0.3),
     seed=0,
 ) -> dict:
-    clean, _ = synthetic.noisy_images(size, train_images, sigma, seed)
-    test, _ = synthetic.noisy_images(size, test_images, sigma, seed + 1)
+    clean, _ = data.noisy_images(size, train_images, sigma, seed)
+    test, _ = data.noisy_images(size, test_images, sigma, seed + 1)
     models = {
         w: wne.train_denoiser(clean, sigma, backbone, w, steps=steps, seed=seed) for w in ("wne", "none")
     }
@@ -154,7 +155,3 @@ def wne_claims(
         }
         out["psnr"][float(s)]["noisy"] = wne.psnr(noisy, test)
     return out
-
-
-def hand_variant(params: MinorParams, **kw) -> MinorParams:
-    return replace(params, **kw)

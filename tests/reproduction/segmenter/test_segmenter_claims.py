@@ -4,7 +4,7 @@
 2. Learned few-shot parameters beat the hand-set vector on boundary Dice and lesion Dice.
 3. SEMIR beats a small dense 3D U-Net (same volumes, same step budget) on lesion Dice at every
    lesion radius of the benchmark's (3.0, 2.5, 1.5), with the gap widening as the lesions get
-   smaller (checked on seeds 0 and 1, see the README).
+   smaller (checked on seeds 0 and 1, see docs/reproductions/segmenter.md).
 4. WNE: NE defect <= 1e-5 in float32 where the bare backbone's is large; PSNR within 0.3 dB of
    the bare backbone at the training noise level; better at much lower and much higher noise.
 """
@@ -15,7 +15,9 @@ from itertools import pairwise
 
 import numpy as np
 import pytest
-from paperworks.services.segmenter import experiments, search, synthetic
+from paperworks.services.segmenter import data
+from paperworks.services.segmenter.semir import search
+from reproduction.segmenter import experiments
 
 MARGIN = 0.02  # SEMIR's lesion Dice above the U-Net's at every radius
 # how far the gap may dip from one radius to the next smaller one: seed 1 measured -0.03 from 3.0
@@ -24,8 +26,8 @@ DIP = 0.05
 
 
 def test_claim1_lifting_is_exact_and_oracle_dice_is_reported(fewshot_run):
-    cfg = synthetic.PhantomConfig(lesion_radius=2.0)
-    vols = [synthetic.phantom(cfg, s)[0] for s in range(3)]
+    cfg = data.PhantomConfig(lesion_radius=2.0)
+    vols = [data.phantom(cfg, s)[0] for s in range(3)]
     for params in (search.hand_set(vols), search.MinorParams(**fewshot_run["learned"])):
         run = experiments.lifting(cfg, range(900, 904), params)
         print("claim 1:", params, run)

@@ -8,6 +8,7 @@ from paperworks.shared.backends import (
     InvalidModel,
     InvalidRequest,
     MalformedResponse,
+    RemoteError,
     Unsupported,
     platform_error,
 )
@@ -20,6 +21,8 @@ from paperworks.shared.errors import TransientError
     (Unsupported("openai", "hidden states", "over HTTP"), "local", "FAILED_PRECONDITION", "local", False),
     (BackendUnavailable("connection refused"), "judge", "UNAVAILABLE", "judge", True),
     (MalformedResponse("not JSON", "<html>"), "judge", "INTERNAL", "judge", False),
+    (RemoteError(404, "{}", "model m does not exist"), "", "FAILED_PRECONDITION", None, False),
+    (RemoteError(503, "", "overloaded"), "target", "UNAVAILABLE", "target", True),
 ])
 def test_each_backend_failure_maps_to_one_platform_error(exc, role, code, field, retried):
     mapped = platform_error(exc, role)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from paperworks.services.router.checkable import TaskSuite
-from paperworks.services.router.curves import normalized_area, upper_hull
-from paperworks.services.router.decider import (
+from paperworks.services.router.data import TaskSuite
+from paperworks.services.router.sdr.curves import normalized_area, upper_hull
+from paperworks.services.router.sdr.decider import (
     DeciderConfig,
     OperatingPoint,
     decide,
@@ -18,7 +18,7 @@ from paperworks.services.router.decider import (
     lambda_grid,
     sweep,
 )
-from paperworks.services.router.sdr import auroc
+from paperworks.services.router.sdr.evaluation import auroc
 
 
 def test_decision_maximises_quality_minus_lambda_cost_with_at_most_one_option():

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from paperworks.services.router.deferral import (
+from paperworks.services.router.mild.deferral import (
     agent_costs,
     best_frequencies,
     deferral_surrogate,
     expert_margins,
     surrogate_weights,
 )
-from paperworks.services.router.metrics import (
+from paperworks.services.router.mild.metrics import (
     balanced_deferral_loss,
     coverage,
     deferral_loss,

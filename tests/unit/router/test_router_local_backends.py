@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from paperworks.services.router.checkable import TaskSuite
-from paperworks.services.router.local_lm import DEFAULT_TINY
-from paperworks.services.router.pipelines import train_decider
-from paperworks.services.router.policy import dump_policy, load_policy
+from paperworks.services.router.checkpoint import dump_policy, load_policy
+from paperworks.services.router.data import TaskSuite
 from paperworks.services.router.routing import load_router, route
+from paperworks.services.router.sdr.local_lm import DEFAULT_TINY
 from paperworks.services.router.spec import TrainDeciderParams
+from paperworks.services.router.tasks import train_decider
 from paperworks.shared.backends import load_backend
 from paperworks.shared.backends.ref import ModelRef
 from paperworks.shared.backends.tiny_model import TinyDecoder, save_tiny

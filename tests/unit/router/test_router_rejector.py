@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from paperworks.services.router.deferral import best_frequencies
-from paperworks.services.router.rejector import (
+from paperworks.services.router.data import PromptPool, SyntheticMixture, TextFamilies
+from paperworks.services.router.data.text_families import FAMILIES
+from paperworks.services.router.mild.deferral import best_frequencies
+from paperworks.services.router.mild.rejector import (
     RejectorConfig,
     costs_of,
     coverage_curve,
@@ -13,8 +15,6 @@ from paperworks.services.router.rejector import (
     fit_rejector,
     fit_two_stage_ce,
 )
-from paperworks.services.router.synthetic import SyntheticMixture
-from paperworks.services.router.text_families import FAMILIES, PromptPool, TextFamilies
 
 FAST = RejectorConfig(steps=60)
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from paperworks.services.router.decider import lambda_for_budget
-from paperworks.services.router.pipelines import train_decider, train_rejector
-from paperworks.services.router.policy import dump_policy, load_policy
+from paperworks.services.router.checkpoint import dump_policy, load_policy
 from paperworks.services.router.routing import RemoteCallFailed, load_router, route
+from paperworks.services.router.sdr.decider import lambda_for_budget
 from paperworks.services.router.spec import TrainDeciderParams, TrainRejectorParams
+from paperworks.services.router.tasks import train_decider, train_rejector
 from paperworks.shared.errors import FailedPrecondition, InvalidArgument, violations_from_pydantic
 from pydantic import ValidationError
 
@@ -208,7 +208,7 @@ def test_rejector_parameters_name_the_offending_field(params, field):
                 "local": {"train_tiny": {}},
                 "remotes": [{"name": "r", "price": 1, "model": {"kind": "openai"}}],
             },
-            "remotes.0.model",
+            "remotes.0.model.url",  # the shared ModelSpec names the field itself
         ),
     ],
 )
@@ -221,7 +221,7 @@ def test_decider_parameters_name_the_offending_field(params, field):
 def test_job_edge_turns_backend_failures_into_retryable_or_final_errors():
     from paperworks.services.router.tasks import _guarded
     from paperworks.shared.backends import BackendTimeout, RemoteError
-    from paperworks.shared.tasks.runner import TransientError
+    from paperworks.shared.errors import TransientError
 
     def failing(exc):
         def run():
@@ -235,3 +235,38 @@ def test_job_edge_turns_backend_failures_into_retryable_or_final_errors():
         _guarded(failing(BackendTimeout("no response within 1s")))
     with pytest.raises(FailedPrecondition, match="does not exist"):
         _guarded(failing(RemoteError(404, "", "POST /completions returned 404: model does not exist")))
+
+
+def test_unset_optional_fields_take_their_defaults_and_an_explicit_zero_is_checked():
+    from paperworks.router.v1 import router_pb2
+    from paperworks.shared.rpc.convert import request_params
+
+    request = router_pb2.SubmitTrainRejectorRequest(
+        synthetic=router_pb2.SyntheticMixture(imbalance=10), loss=router_pb2.LOSS_MILD
+    )
+    params = TrainRejectorParams.model_validate(request_params(request))
+    assert (params.n_train, params.gamma, params.compare, params.synthetic.dim) == (2000, 0.5, True, 8)
+    request.n_train = 0  # set, so sent: a rejector needs at least 20 training inputs
+    with pytest.raises(ValidationError) as info:
+        TrainRejectorParams.model_validate(request_params(request))
+    assert violations_from_pydantic(info.value).field == "n_train"
+    endpoint = {"kind": "openai", "url": "http://x/v1", "model": "m"}
+    decider = router_pb2.SubmitTrainDeciderRequest(
+        local=router_pb2.LocalModel(train_tiny=router_pb2.TrainTiny()),
+        remotes=[{"name": "r", "price": 1.0, "model": endpoint}],
+    )
+    remote = TrainDeciderParams.model_validate(request_params(decider)).remotes[0].model
+    assert (remote.timeout_s, remote.max_retries) == (30.0, 1)  # the router's defaults, not the shared ones
+
+
+def test_a_local_model_directory_outside_the_data_root_is_refused(tmp_path, monkeypatch):
+    root = tmp_path / "root"
+    root.mkdir()
+    monkeypatch.setenv("PAPERWORKS_ROUTER_DATA_ROOT", str(root))
+    params = TrainDeciderParams(
+        local={"model": {"kind": "tiny", "path": str(tmp_path / "elsewhere")}},
+        remotes=[{"name": "r", "price": 1.0, "accuracy": [0.9, 0.9, 0.9]}],
+    )
+    with pytest.raises(InvalidArgument) as info:
+        train_decider(params, quiet)
+    assert info.value.field == "local.model.path"

@@ -6,9 +6,14 @@ import numpy as np
 import pytest
 import torch
 from paperworks.kernels.ops import grid_contract
-from paperworks.services.segmenter import gnn, search, synthetic
-from paperworks.services.segmenter.contraction import absorb_fragments, fragment_size, seeded_contraction
-from paperworks.services.segmenter.minor import (
+from paperworks.services.segmenter import data
+from paperworks.services.segmenter.semir import gnn, search
+from paperworks.services.segmenter.semir.contraction import (
+    absorb_fragments,
+    fragment_size,
+    seeded_contraction,
+)
+from paperworks.services.segmenter.semir.minor import (
     NODE_FEATURES,
     SMOOTH,
     MinorParams,
@@ -19,12 +24,12 @@ from paperworks.services.segmenter.minor import (
 )
 from scipy import ndimage
 
-CFG = synthetic.PhantomConfig(size=24, lesions=2, lesion_radius=2.0)
+CFG = data.PhantomConfig(size=24, lesions=2, lesion_radius=2.0)
 
 
 @pytest.fixture(scope="module")
 def case():
-    return synthetic.phantom(CFG, 1)
+    return data.phantom(CFG, 1)
 
 
 def test_every_voxel_in_exactly_one_supernode_or_background(case):
@@ -169,7 +174,7 @@ def test_node_and_edge_deletion_follow_their_parameters(case):
 
 
 def test_two_dimensional_images_work():
-    image, labels = synthetic.phantom(CFG, 2)
+    image, labels = data.phantom(CFG, 2)
     m = build_minor(image[12], MinorParams(psi=0.1))
     assert m.node.shape == (24, 24) and m.x.shape == (m.nodes, NODE_FEATURES) and np.isfinite(m.x).all()
     assert set(oracle_dice(m, labels[12], [1])) == {1}
@@ -212,7 +217,7 @@ def test_lifted_loss_is_the_voxel_loss(case):
 
 
 def test_search_starts_from_the_hand_set_vector_and_improves_on_it():
-    vols = synthetic.cohort(CFG, range(2))
+    vols = data.cohort(CFG, range(2))
     for method in ("tpe", "extra_trees"):
         best, history = search.search(vols, trials=8, method=method, seed=0)
         assert len(history) == 8

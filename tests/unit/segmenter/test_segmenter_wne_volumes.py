@@ -9,8 +9,8 @@ import nibabel as nib
 import numpy as np
 import pytest
 import torch
-from paperworks.services.segmenter import synthetic, volumes, wne
-from paperworks.services.segmenter.models import Denoiser
+from paperworks.services.segmenter import data, wne
+from paperworks.services.segmenter.checkpoint import Denoiser
 from paperworks.shared.errors import InvalidArgument
 
 
@@ -40,15 +40,15 @@ def test_volume_denoising_pools_statistics_over_the_volume():
 
 def test_nifti_round_trip_keeps_shape_spacing_and_affine():
     image = np.random.default_rng(1).random((6, 7, 8)).astype(np.float32)
-    v = volumes.read_nifti(volumes.write_nifti(image, (0.5, 1.0, 2.0)), "f")
+    v = data.read_nifti(data.write_nifti(image, (0.5, 1.0, 2.0)), "f")
     assert v.data.shape == (6, 7, 8) and v.spacing == (0.5, 1.0, 2.0)
     np.testing.assert_array_equal(v.data, image)
-    two_d = volumes.read_nifti(volumes.write_nifti(image[0], (0.5, 1.0)), "f")
+    two_d = data.read_nifti(data.write_nifti(image[0], (0.5, 1.0)), "f")
     assert two_d.data.shape == (7, 8) and two_d.spacing == (0.5, 1.0)
 
 
-def _raw(data, zooms=None, compress=True):
-    img = nib.Nifti1Image(data, np.eye(4))
+def _raw(array, zooms=None, compress=True):
+    img = nib.Nifti1Image(array, np.eye(4))
     if zooms is not None:
         img.header["pixdim"][1:4] = zooms
     raw = img.to_bytes()
@@ -68,34 +68,34 @@ def _raw(data, zooms=None, compress=True):
 )
 def test_bad_nifti_is_invalid_argument_saying_which(raw, why):
     with pytest.raises(InvalidArgument) as exc:
-        volumes.read_nifti(raw, "image_nifti")
+        data.read_nifti(raw, "image_nifti")
     assert exc.value.field == "image_nifti" and why in exc.value.message
 
 
 def test_image_label_pairs_are_checked():
-    image = volumes.Volume("a", np.zeros((4, 4, 4), np.float32), (1.0, 1.0, 1.0), np.eye(4))
-    for data, spacing, why in [
+    image = data.Volume("a", np.zeros((4, 4, 4), np.float32), (1.0, 1.0, 1.0), np.eye(4))
+    for values, spacing, why in [
         (np.zeros((4, 4, 5)), (1.0, 1.0, 1.0), "shape"),
         (np.zeros((4, 4, 4)), (1.0, 1.0, 2.0), "spacing"),
         (np.full((4, 4, 4), 0.5), (1.0, 1.0, 1.0), "integers"),
     ]:
         with pytest.raises(InvalidArgument) as exc:
-            volumes.as_labels(volumes.Volume("a", data, spacing, np.eye(4)), image, "labels")
+            data.as_labels(data.Volume("a", values, spacing, np.eye(4)), image, "labels")
         assert why in exc.value.message
-    nan = volumes.Volume("a", np.full((2, 2), np.nan, np.float32), (1.0, 1.0), np.eye(4))
+    nan = data.Volume("a", np.full((2, 2), np.nan, np.float32), (1.0, 1.0), np.eye(4))
     with pytest.raises(InvalidArgument, match="NaN"):
-        volumes.as_image(nan, "image")
+        data.as_image(nan, "image")
 
 
 def test_nnunet_folder_loads_and_names_missing_files(tmp_path):
-    cases = synthetic.cohort(synthetic.PhantomConfig(size=16, lesions=1, lesion_radius=1.5), range(2))
-    root = volumes.write_dataset(tmp_path / "d", cases, synthetic.STRUCTURES, (1.0, 1.0, 2.0))
-    loaded, names = volumes.load_dataset(root)
+    cases = data.cohort(data.PhantomConfig(size=16, lesions=1, lesion_radius=1.5), range(2))
+    root = data.write_dataset(tmp_path / "d", cases, data.STRUCTURES, (1.0, 1.0, 2.0))
+    loaded, names = data.load_dataset(root)
     assert names == {1: "organ", 2: "lesion"} and [i.name for i, _ in loaded] == ["case_000", "case_001"]
     assert loaded[0][0].spacing == (1.0, 1.0, 2.0) and np.array_equal(loaded[0][1].data, cases[0][1])
     assert json.loads((root / "dataset.json").read_text())["file_ending"] == ".nii.gz"
     (root / "labelsTr" / "case_001.nii.gz").unlink()
     with pytest.raises(InvalidArgument, match="labelsTr/case_001.nii.gz is missing"):
-        volumes.load_dataset(root)
+        data.load_dataset(root)
     with pytest.raises(InvalidArgument, match="dataset.json"):
-        volumes.load_dataset(tmp_path)
+        data.load_dataset(tmp_path)

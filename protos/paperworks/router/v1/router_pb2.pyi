@@ -18,24 +18,6 @@ LOSS_UNSPECIFIED: Loss
 LOSS_TWO_STAGE_CE: Loss
 LOSS_MILD: Loss
 
-class ModelSpec(_message.Message):
-    __slots__ = ("kind", "path", "url", "model", "api_key_env", "timeout_s", "max_retries")
-    KIND_FIELD_NUMBER: _ClassVar[int]
-    PATH_FIELD_NUMBER: _ClassVar[int]
-    URL_FIELD_NUMBER: _ClassVar[int]
-    MODEL_FIELD_NUMBER: _ClassVar[int]
-    API_KEY_ENV_FIELD_NUMBER: _ClassVar[int]
-    TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
-    MAX_RETRIES_FIELD_NUMBER: _ClassVar[int]
-    kind: str
-    path: str
-    url: str
-    model: str
-    api_key_env: str
-    timeout_s: float
-    max_retries: int
-    def __init__(self, kind: _Optional[str] = ..., path: _Optional[str] = ..., url: _Optional[str] = ..., model: _Optional[str] = ..., api_key_env: _Optional[str] = ..., timeout_s: _Optional[float] = ..., max_retries: _Optional[int] = ...) -> None: ...
-
 class Agent(_message.Message):
     __slots__ = ("name", "alpha", "beta", "model")
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -45,8 +27,8 @@ class Agent(_message.Message):
     name: str
     alpha: float
     beta: float
-    model: ModelSpec
-    def __init__(self, name: _Optional[str] = ..., alpha: _Optional[float] = ..., beta: _Optional[float] = ..., model: _Optional[_Union[ModelSpec, _Mapping]] = ...) -> None: ...
+    model: _common_pb2.ModelSpec
+    def __init__(self, name: _Optional[str] = ..., alpha: _Optional[float] = ..., beta: _Optional[float] = ..., model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ...) -> None: ...
 
 class SyntheticMixture(_message.Message):
     __slots__ = ("n_experts", "dim", "imbalance", "spread", "seed")
@@ -131,10 +113,10 @@ class LocalModel(_message.Message):
     MODEL_FIELD_NUMBER: _ClassVar[int]
     TRAIN_TINY_FIELD_NUMBER: _ClassVar[int]
     QUANTIZE_JOB_ID_FIELD_NUMBER: _ClassVar[int]
-    model: ModelSpec
+    model: _common_pb2.ModelSpec
     train_tiny: TrainTiny
     quantize_job_id: str
-    def __init__(self, model: _Optional[_Union[ModelSpec, _Mapping]] = ..., train_tiny: _Optional[_Union[TrainTiny, _Mapping]] = ..., quantize_job_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., train_tiny: _Optional[_Union[TrainTiny, _Mapping]] = ..., quantize_job_id: _Optional[str] = ...) -> None: ...
 
 class TrainTiny(_message.Message):
     __slots__ = ("steps", "seed", "dim", "layers")
@@ -175,8 +157,8 @@ class RemoteModel(_message.Message):
     name: str
     price: float
     accuracy: _containers.RepeatedScalarFieldContainer[float]
-    model: ModelSpec
-    def __init__(self, name: _Optional[str] = ..., price: _Optional[float] = ..., accuracy: _Optional[_Iterable[float]] = ..., model: _Optional[_Union[ModelSpec, _Mapping]] = ...) -> None: ...
+    model: _common_pb2.ModelSpec
+    def __init__(self, name: _Optional[str] = ..., price: _Optional[float] = ..., accuracy: _Optional[_Iterable[float]] = ..., model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ...) -> None: ...
 
 class SubmitTrainDeciderRequest(_message.Message):
     __slots__ = ("local", "tasks", "remotes", "n_train", "n_validation", "n_test", "seed", "hidden", "steps", "components", "query_router_baseline", "max_new_tokens", "idempotency_key")

@@ -26,7 +26,7 @@ from paperworks.v1 import common_pb2 as paperworks_dot_v1_dot_common__pb2
 from paperworks.v1 import jobs_pb2 as paperworks_dot_v1_dot_jobs__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'paperworks/segmenter/v1/segmenter.proto\x12\x17paperworks.segmenter.v1\x1a\x1apaperworks/v1/common.proto\x1a\x18paperworks/v1/jobs.proto\"\x9b\x01\n\x10SyntheticVolumes\x12\x0c\n\x04seed\x18\x01 \x01(\x04\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\x12\x0c\n\x04size\x18\x03 \x01(\x05\x12\x0f\n\x07lesions\x18\x04 \x01(\x05\x12\x15\n\rlesion_radius\x18\x05 \x01(\x01\x12\x17\n\x0flesion_contrast\x18\x06 \x01(\x01\x12\r\n\x05noise\x18\x07 \x01(\x01\x12\x0c\n\x04\x62lur\x18\x08 \x01(\x01\"x\n\rDatasetSource\x12\x0e\n\x04path\x18\x01 \x01(\tH\x00\x12>\n\tsynthetic\x18\x02 \x01(\x0b\x32).paperworks.segmenter.v1.SyntheticVolumesH\x00\x12\r\n\x05limit\x18\x03 \x01(\x05\x42\x08\n\x06source\"\xb5\x01\n\x1bSubmitFitMinorParamsRequest\x12\x37\n\x07\x64\x61taset\x18\x01 \x01(\x0b\x32&.paperworks.segmenter.v1.DatasetSource\x12\x0e\n\x06trials\x18\x02 \x01(\x05\x12\x11\n\toptimizer\x18\x03 \x01(\t\x12\x13\n\x0bmax_volumes\x18\x04 \x01(\x05\x12\x0c\n\x04seed\x18\x05 \x01(\x04\x12\x17\n\x0fidempotency_key\x18\x06 \x01(\t\"?\n\x1cSubmitFitMinorParamsResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\xed\x01\n\x1bSubmitTrainSegmenterRequest\x12\x14\n\x0cminor_job_id\x18\x01 \x01(\t\x12\x37\n\x07\x64\x61taset\x18\x02 \x01(\x0b\x32&.paperworks.segmenter.v1.DatasetSource\x12\x12\n\nstructures\x18\x03 \x03(\x05\x12\r\n\x05steps\x18\x04 \x01(\x05\x12\x0e\n\x06hidden\x18\x05 \x01(\x05\x12\x0e\n\x06layers\x18\x06 \x01(\x05\x12\x15\n\rlearning_rate\x18\x07 \x01(\x01\x12\x0c\n\x04seed\x18\x08 \x01(\x04\x12\x17\n\x0fidempotency_key\x18\t \x01(\t\"?\n\x1cSubmitTrainSegmenterResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\xb8\x01\n\x14SubmitSegmentRequest\x12\x14\n\x0cmodel_job_id\x18\x01 \x01(\t\x12\x37\n\x07\x64\x61taset\x18\x02 \x01(\x0b\x32&.paperworks.segmenter.v1.DatasetSource\x12\x0e\n\x06images\x18\x03 \x03(\t\x12\x15\n\rsource_job_id\x18\x04 \x01(\t\x12\x11\n\tthreshold\x18\x05 \x01(\x01\x12\x17\n\x0fidempotency_key\x18\x06 \x01(\t\"8\n\x15SubmitSegmentResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\xee\x01\n\x1aSubmitTrainDenoiserRequest\x12\x37\n\x07\x64\x61taset\x18\x01 \x01(\x0b\x32&.paperworks.segmenter.v1.DatasetSource\x12\x10\n\x08\x62\x61\x63kbone\x18\x02 \x01(\t\x12\x0f\n\x07wrapper\x18\x03 \x01(\t\x12\x13\n\x0bnoise_sigma\x18\x04 \x01(\x01\x12\r\n\x05steps\x18\x05 \x01(\x05\x12\x12\n\nbatch_size\x18\x06 \x01(\x05\x12\x15\n\rlearning_rate\x18\x07 \x01(\x01\x12\x0c\n\x04seed\x18\x08 \x01(\x04\x12\x17\n\x0fidempotency_key\x18\t \x01(\t\">\n\x1bSubmitTrainDenoiserResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"6\n\x0bThenSegment\x12\x14\n\x0cmodel_job_id\x18\x01 \x01(\t\x12\x11\n\tthreshold\x18\x02 \x01(\x01\"\xca\x01\n\x14SubmitDenoiseRequest\x12\x14\n\x0cmodel_job_id\x18\x01 \x01(\t\x12\x37\n\x07\x64\x61taset\x18\x02 \x01(\x0b\x32&.paperworks.segmenter.v1.DatasetSource\x12\x0e\n\x06images\x18\x03 \x03(\t\x12:\n\x0cthen_segment\x18\x04 \x01(\x0b\x32$.paperworks.segmenter.v1.ThenSegment\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\t\"8\n\x15SubmitDenoiseResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"}\n\x0eStructureStats\x12\r\n\x05label\x18\x01 \x01(\x05\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06voxels\x18\x03 \x01(\x03\x12\x12\n\nvolume_mm3\x18\x04 \x01(\x01\x12\x12\n\ncomponents\x18\x05 \x01(\x05\x12\x16\n\x0emean_intensity\x18\x06 \x01(\x01\"\x85\x01\n\x0eSegmentRequest\x12\x14\n\x0cmodel_job_id\x18\x01 \x01(\t\x12\x13\n\x0bimage_nifti\x18\x02 \x01(\x0c\x12$\n\x05image\x18\x03 \x01(\x0b\x32\x15.paperworks.v1.Tensor\x12\x0f\n\x07spacing\x18\x04 \x03(\x01\x12\x11\n\tthreshold\x18\x05 \x01(\x01\"\x9f\x01\n\x0fSegmentResponse\x12\x14\n\x0clabels_nifti\x18\x01 \x01(\x0c\x12%\n\x06labels\x18\x02 \x01(\x0b\x32\x15.paperworks.v1.Tensor\x12;\n\nstructures\x18\x03 \x03(\x0b\x32\'.paperworks.segmenter.v1.StructureStats\x12\x12\n\nsupernodes\x18\x04 \x01(\x05\"r\n\x0e\x44\x65noiseRequest\x12\x14\n\x0cmodel_job_id\x18\x01 \x01(\t\x12\x13\n\x0bimage_nifti\x18\x02 \x01(\x0c\x12$\n\x05image\x18\x03 \x01(\x0b\x32\x15.paperworks.v1.Tensor\x12\x0f\n\x07spacing\x18\x04 \x03(\x01\"L\n\x0f\x44\x65noiseResponse\x12\x13\n\x0bimage_nifti\x18\x01 \x01(\x0c\x12$\n\x05image\x18\x02 \x01(\x0b\x32\x15.paperworks.v1.Tensor2\xbd\x06\n\x10SegmenterService\x12\x83\x01\n\x14SubmitFitMinorParams\x12\x34.paperworks.segmenter.v1.SubmitFitMinorParamsRequest\x1a\x35.paperworks.segmenter.v1.SubmitFitMinorParamsResponse\x12\x83\x01\n\x14SubmitTrainSegmenter\x12\x34.paperworks.segmenter.v1.SubmitTrainSegmenterRequest\x1a\x35.paperworks.segmenter.v1.SubmitTrainSegmenterResponse\x12n\n\rSubmitSegment\x12-.paperworks.segmenter.v1.SubmitSegmentRequest\x1a..paperworks.segmenter.v1.SubmitSegmentResponse\x12\x80\x01\n\x13SubmitTrainDenoiser\x12\x33.paperworks.segmenter.v1.SubmitTrainDenoiserRequest\x1a\x34.paperworks.segmenter.v1.SubmitTrainDenoiserResponse\x12n\n\rSubmitDenoise\x12-.paperworks.segmenter.v1.SubmitDenoiseRequest\x1a..paperworks.segmenter.v1.SubmitDenoiseResponse\x12\\\n\x07Segment\x12\'.paperworks.segmenter.v1.SegmentRequest\x1a(.paperworks.segmenter.v1.SegmentResponse\x12\\\n\x07\x44\x65noise\x12\'.paperworks.segmenter.v1.DenoiseRequest\x1a(.paperworks.segmenter.v1.DenoiseResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'paperworks/segmenter/v1/segmenter.proto\x12\x17paperworks.segmenter.v1\x1a\x1apaperworks/v1/common.proto\x1a\x18paperworks/v1/jobs.proto\"\x96\x02\n\x10SyntheticVolumes\x12\x0c\n\x04seed\x18\x01 \x01(\x04\x12\x12\n\x05\x63ount\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x11\n\x04size\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x14\n\x07lesions\x18\x04 \x01(\x05H\x02\x88\x01\x01\x12\x1a\n\rlesion_radius\x18\x05 \x01(\x01H\x03\x88\x01\x01\x12\x1c\n\x0flesion_contrast\x18\x06 \x01(\x01H\x04\x88\x01\x01\x12\x12\n\x05noise\x18\x07 \x01(\x01H\x05\x88\x01\x01\x12\x11\n\x04\x62lur\x18\x08 \x01(\x01H\x06\x88\x01\x01\x42\x08\n\x06_countB\x07\n\x05_sizeB\n\n\x08_lesionsB\x10\n\x0e_lesion_radiusB\x12\n\x10_lesion_contrastB\x08\n\x06_noiseB\x07\n\x05_blur\"x\n\rDatasetSource\x12\x0e\n\x04path\x18\x01 \x01(\tH\x00\x12>\n\tsynthetic\x18\x02 \x01(\x0b\x32).paperworks.segmenter.v1.SyntheticVolumesH\x00\x12\r\n\x05limit\x18\x03 \x01(\x05\x42\x08\n\x06source\"\xed\x01\n\x1bSubmitFitMinorParamsRequest\x12\x37\n\x07\x64\x61taset\x18\x01 \x01(\x0b\x32&.paperworks.segmenter.v1.DatasetSource\x12\x13\n\x06trials\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x16\n\toptimizer\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x18\n\x0bmax_volumes\x18\x04 \x01(\x05H\x02\x88\x01\x01\x12\x0c\n\x04seed\x18\x05 \x01(\x04\x12\x17\n\x0fidempotency_key\x18\x06 \x01(\tB\t\n\x07_trialsB\x0c\n\n_optimizerB\x0e\n\x0c_max_volumes\"?\n\x1cSubmitFitMinorParamsResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\xb3\x02\n\x1bSubmitTrainSegmenterRequest\x12\x14\n\x0cminor_job_id\x18\x01 \x01(\t\x12\x37\n\x07\x64\x61taset\x18\x02 \x01(\x0b\x32&.paperworks.segmenter.v1.DatasetSource\x12\x12\n\nstructures\x18\x03 \x03(\x05\x12\x12\n\x05steps\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x06hidden\x18\x05 \x01(\x05H\x01\x88\x01\x01\x12\x13\n\x06layers\x18\x06 \x01(\x05H\x02\x88\x01\x01\x12\x1a\n\rlearning_rate\x18\x07 \x01(\x01H\x03\x88\x01\x01\x12\x0c\n\x04seed\x18\x08 \x01(\x04\x12\x17\n\x0fidempotency_key\x18\t \x01(\tB\x08\n\x06_stepsB\t\n\x07_hiddenB\t\n\x07_layersB\x10\n\x0e_learning_rate\"?\n\x1cSubmitTrainSegmenterResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\xcb\x01\n\x14SubmitSegmentRequest\x12\x14\n\x0cmodel_job_id\x18\x01 \x01(\t\x12\x37\n\x07\x64\x61taset\x18\x02 \x01(\x0b\x32&.paperworks.segmenter.v1.DatasetSource\x12\x0e\n\x06images\x18\x03 \x03(\t\x12\x15\n\rsource_job_id\x18\x04 \x01(\t\x12\x16\n\tthreshold\x18\x05 \x01(\x01H\x00\x88\x01\x01\x12\x17\n\x0fidempotency_key\x18\x06 \x01(\tB\x0c\n\n_threshold\"8\n\x15SubmitSegmentResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\xe0\x02\n\x1aSubmitTrainDenoiserRequest\x12\x37\n\x07\x64\x61taset\x18\x01 \x01(\x0b\x32&.paperworks.segmenter.v1.DatasetSource\x12\x15\n\x08\x62\x61\x63kbone\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x14\n\x07wrapper\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x18\n\x0bnoise_sigma\x18\x04 \x01(\x01H\x02\x88\x01\x01\x12\x12\n\x05steps\x18\x05 \x01(\x05H\x03\x88\x01\x01\x12\x17\n\nbatch_size\x18\x06 \x01(\x05H\x04\x88\x01\x01\x12\x1a\n\rlearning_rate\x18\x07 \x01(\x01H\x05\x88\x01\x01\x12\x0c\n\x04seed\x18\x08 \x01(\x04\x12\x17\n\x0fidempotency_key\x18\t \x01(\tB\x0b\n\t_backboneB\n\n\x08_wrapperB\x0e\n\x0c_noise_sigmaB\x08\n\x06_stepsB\r\n\x0b_batch_sizeB\x10\n\x0e_learning_rate\">\n\x1bSubmitTrainDenoiserResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"I\n\x0bThenSegment\x12\x14\n\x0cmodel_job_id\x18\x01 \x01(\t\x12\x16\n\tthreshold\x18\x02 \x01(\x01H\x00\x88\x01\x01\x42\x0c\n\n_threshold\"\xca\x01\n\x14SubmitDenoiseRequest\x12\x14\n\x0cmodel_job_id\x18\x01 \x01(\t\x12\x37\n\x07\x64\x61taset\x18\x02 \x01(\x0b\x32&.paperworks.segmenter.v1.DatasetSource\x12\x0e\n\x06images\x18\x03 \x03(\t\x12:\n\x0cthen_segment\x18\x04 \x01(\x0b\x32$.paperworks.segmenter.v1.ThenSegment\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\t\"8\n\x15SubmitDenoiseResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"}\n\x0eStructureStats\x12\r\n\x05label\x18\x01 \x01(\x05\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06voxels\x18\x03 \x01(\x03\x12\x12\n\nvolume_mm3\x18\x04 \x01(\x01\x12\x12\n\ncomponents\x18\x05 \x01(\x05\x12\x16\n\x0emean_intensity\x18\x06 \x01(\x01\"\x98\x01\n\x0eSegmentRequest\x12\x14\n\x0cmodel_job_id\x18\x01 \x01(\t\x12\x13\n\x0bimage_nifti\x18\x02 \x01(\x0c\x12$\n\x05image\x18\x03 \x01(\x0b\x32\x15.paperworks.v1.Tensor\x12\x0f\n\x07spacing\x18\x04 \x03(\x01\x12\x16\n\tthreshold\x18\x05 \x01(\x01H\x00\x88\x01\x01\x42\x0c\n\n_threshold\"\x9f\x01\n\x0fSegmentResponse\x12\x14\n\x0clabels_nifti\x18\x01 \x01(\x0c\x12%\n\x06labels\x18\x02 \x01(\x0b\x32\x15.paperworks.v1.Tensor\x12;\n\nstructures\x18\x03 \x03(\x0b\x32\'.paperworks.segmenter.v1.StructureStats\x12\x12\n\nsupernodes\x18\x04 \x01(\x05\"r\n\x0e\x44\x65noiseRequest\x12\x14\n\x0cmodel_job_id\x18\x01 \x01(\t\x12\x13\n\x0bimage_nifti\x18\x02 \x01(\x0c\x12$\n\x05image\x18\x03 \x01(\x0b\x32\x15.paperworks.v1.Tensor\x12\x0f\n\x07spacing\x18\x04 \x03(\x01\"L\n\x0f\x44\x65noiseResponse\x12\x13\n\x0bimage_nifti\x18\x01 \x01(\x0c\x12$\n\x05image\x18\x02 \x01(\x0b\x32\x15.paperworks.v1.Tensor2\xbd\x06\n\x10SegmenterService\x12\x83\x01\n\x14SubmitFitMinorParams\x12\x34.paperworks.segmenter.v1.SubmitFitMinorParamsRequest\x1a\x35.paperworks.segmenter.v1.SubmitFitMinorParamsResponse\x12\x83\x01\n\x14SubmitTrainSegmenter\x12\x34.paperworks.segmenter.v1.SubmitTrainSegmenterRequest\x1a\x35.paperworks.segmenter.v1.SubmitTrainSegmenterResponse\x12n\n\rSubmitSegment\x12-.paperworks.segmenter.v1.SubmitSegmentRequest\x1a..paperworks.segmenter.v1.SubmitSegmentResponse\x12\x80\x01\n\x13SubmitTrainDenoiser\x12\x33.paperworks.segmenter.v1.SubmitTrainDenoiserRequest\x1a\x34.paperworks.segmenter.v1.SubmitTrainDenoiserResponse\x12n\n\rSubmitDenoise\x12-.paperworks.segmenter.v1.SubmitDenoiseRequest\x1a..paperworks.segmenter.v1.SubmitDenoiseResponse\x12\\\n\x07Segment\x12\'.paperworks.segmenter.v1.SegmentRequest\x1a(.paperworks.segmenter.v1.SegmentResponse\x12\\\n\x07\x44\x65noise\x12\'.paperworks.segmenter.v1.DenoiseRequest\x1a(.paperworks.segmenter.v1.DenoiseResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,41 +34,41 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'paperworks.segmenter.v1.seg
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_SYNTHETICVOLUMES']._serialized_start=123
-  _globals['_SYNTHETICVOLUMES']._serialized_end=278
-  _globals['_DATASETSOURCE']._serialized_start=280
-  _globals['_DATASETSOURCE']._serialized_end=400
-  _globals['_SUBMITFITMINORPARAMSREQUEST']._serialized_start=403
-  _globals['_SUBMITFITMINORPARAMSREQUEST']._serialized_end=584
-  _globals['_SUBMITFITMINORPARAMSRESPONSE']._serialized_start=586
-  _globals['_SUBMITFITMINORPARAMSRESPONSE']._serialized_end=649
-  _globals['_SUBMITTRAINSEGMENTERREQUEST']._serialized_start=652
-  _globals['_SUBMITTRAINSEGMENTERREQUEST']._serialized_end=889
-  _globals['_SUBMITTRAINSEGMENTERRESPONSE']._serialized_start=891
-  _globals['_SUBMITTRAINSEGMENTERRESPONSE']._serialized_end=954
-  _globals['_SUBMITSEGMENTREQUEST']._serialized_start=957
-  _globals['_SUBMITSEGMENTREQUEST']._serialized_end=1141
-  _globals['_SUBMITSEGMENTRESPONSE']._serialized_start=1143
-  _globals['_SUBMITSEGMENTRESPONSE']._serialized_end=1199
-  _globals['_SUBMITTRAINDENOISERREQUEST']._serialized_start=1202
-  _globals['_SUBMITTRAINDENOISERREQUEST']._serialized_end=1440
-  _globals['_SUBMITTRAINDENOISERRESPONSE']._serialized_start=1442
-  _globals['_SUBMITTRAINDENOISERRESPONSE']._serialized_end=1504
-  _globals['_THENSEGMENT']._serialized_start=1506
-  _globals['_THENSEGMENT']._serialized_end=1560
-  _globals['_SUBMITDENOISEREQUEST']._serialized_start=1563
-  _globals['_SUBMITDENOISEREQUEST']._serialized_end=1765
-  _globals['_SUBMITDENOISERESPONSE']._serialized_start=1767
-  _globals['_SUBMITDENOISERESPONSE']._serialized_end=1823
-  _globals['_STRUCTURESTATS']._serialized_start=1825
-  _globals['_STRUCTURESTATS']._serialized_end=1950
-  _globals['_SEGMENTREQUEST']._serialized_start=1953
-  _globals['_SEGMENTREQUEST']._serialized_end=2086
-  _globals['_SEGMENTRESPONSE']._serialized_start=2089
-  _globals['_SEGMENTRESPONSE']._serialized_end=2248
-  _globals['_DENOISEREQUEST']._serialized_start=2250
-  _globals['_DENOISEREQUEST']._serialized_end=2364
-  _globals['_DENOISERESPONSE']._serialized_start=2366
-  _globals['_DENOISERESPONSE']._serialized_end=2442
-  _globals['_SEGMENTERSERVICE']._serialized_start=2445
-  _globals['_SEGMENTERSERVICE']._serialized_end=3274
+  _globals['_SYNTHETICVOLUMES']._serialized_end=401
+  _globals['_DATASETSOURCE']._serialized_start=403
+  _globals['_DATASETSOURCE']._serialized_end=523
+  _globals['_SUBMITFITMINORPARAMSREQUEST']._serialized_start=526
+  _globals['_SUBMITFITMINORPARAMSREQUEST']._serialized_end=763
+  _globals['_SUBMITFITMINORPARAMSRESPONSE']._serialized_start=765
+  _globals['_SUBMITFITMINORPARAMSRESPONSE']._serialized_end=828
+  _globals['_SUBMITTRAINSEGMENTERREQUEST']._serialized_start=831
+  _globals['_SUBMITTRAINSEGMENTERREQUEST']._serialized_end=1138
+  _globals['_SUBMITTRAINSEGMENTERRESPONSE']._serialized_start=1140
+  _globals['_SUBMITTRAINSEGMENTERRESPONSE']._serialized_end=1203
+  _globals['_SUBMITSEGMENTREQUEST']._serialized_start=1206
+  _globals['_SUBMITSEGMENTREQUEST']._serialized_end=1409
+  _globals['_SUBMITSEGMENTRESPONSE']._serialized_start=1411
+  _globals['_SUBMITSEGMENTRESPONSE']._serialized_end=1467
+  _globals['_SUBMITTRAINDENOISERREQUEST']._serialized_start=1470
+  _globals['_SUBMITTRAINDENOISERREQUEST']._serialized_end=1822
+  _globals['_SUBMITTRAINDENOISERRESPONSE']._serialized_start=1824
+  _globals['_SUBMITTRAINDENOISERRESPONSE']._serialized_end=1886
+  _globals['_THENSEGMENT']._serialized_start=1888
+  _globals['_THENSEGMENT']._serialized_end=1961
+  _globals['_SUBMITDENOISEREQUEST']._serialized_start=1964
+  _globals['_SUBMITDENOISEREQUEST']._serialized_end=2166
+  _globals['_SUBMITDENOISERESPONSE']._serialized_start=2168
+  _globals['_SUBMITDENOISERESPONSE']._serialized_end=2224
+  _globals['_STRUCTURESTATS']._serialized_start=2226
+  _globals['_STRUCTURESTATS']._serialized_end=2351
+  _globals['_SEGMENTREQUEST']._serialized_start=2354
+  _globals['_SEGMENTREQUEST']._serialized_end=2506
+  _globals['_SEGMENTRESPONSE']._serialized_start=2509
+  _globals['_SEGMENTRESPONSE']._serialized_end=2668
+  _globals['_DENOISEREQUEST']._serialized_start=2670
+  _globals['_DENOISEREQUEST']._serialized_end=2784
+  _globals['_DENOISERESPONSE']._serialized_start=2786
+  _globals['_DENOISERESPONSE']._serialized_end=2862
+  _globals['_SEGMENTERSERVICE']._serialized_start=2865
+  _globals['_SEGMENTERSERVICE']._serialized_end=3694
 # @@protoc_insertion_point(module_scope)
