@@ -9,8 +9,8 @@ import grpc
 import pytest
 from paperworks.ops.v1 import ops_pb2, ops_pb2_grpc
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
-from paperworks.shared.rpc.status import field_violations
 from paperworks.shared.sdk.client import AsyncClient, Client
+from paperworks.shared.sdk.errors import field_violations
 from paperworks.v1 import jobs_pb2, jobs_pb2_grpc
 from support import TOKENS, chain
 

@@ -16,6 +16,8 @@ def test_the_tree_keeps_every_import_contract():
     ("shared/db/spy.py", "import paperworks.services.ops.tasks\n", "runtime never imports services"),
     ("shared/sdk/spy.py", "import sqlalchemy\n", "light client"),
     ("shared/sdk/spy2.py", "from paperworks.shared.db import jobs\n", "light client"),
+    ("services/quantizer/rabit/spy.py", "from paperworks.shared import errors\n", "method subpackages"),
+    ("services/router/mild/spy.py", "import paperworks.shared.tasks.context\n", "method subpackages"),
 ])
 def test_a_breach_is_reported_by_its_contract(tmp_path, module, source, contract):
     package = assemble(tmp_path)

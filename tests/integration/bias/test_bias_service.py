@@ -14,7 +14,7 @@ from paperworks.services.bias.builtin.planted_target import PlantedTarget
 from paperworks.services.bias.cab.taxonomy import DEFAULT_TAXONOMY
 from paperworks.shared.backends.tiny_model import TinyConfig, TinyDecoder, save_tiny
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
-from paperworks.shared.rpc.status import field_violations
+from paperworks.shared.sdk.errors import field_violations
 from paperworks.v1 import jobs_pb2
 from reproduction.bias.openai_server import LocalOpenAIServer
 from support import finished, service_fixtures

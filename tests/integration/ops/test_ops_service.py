@@ -9,7 +9,7 @@ import json
 import grpc
 import pytest
 from paperworks.ops.v1 import ops_pb2
-from paperworks.shared.rpc.status import field_violations
+from paperworks.shared.sdk.errors import field_violations
 from paperworks.v1 import jobs_pb2
 from support import chain, finished
 

@@ -15,8 +15,8 @@ from paperworks.shared.backends.tiny import TinyBackend
 from paperworks.shared.backends.tiny_data import stdlib_texts
 from paperworks.shared.backends.tiny_model import TinyConfig, load_tiny, save_tiny
 from paperworks.shared.backends.tiny_train import train_tiny_lm
-from paperworks.shared.rpc.status import field_violations
 from paperworks.shared.sdk.client import Client
+from paperworks.shared.sdk.errors import field_violations
 from paperworks.v1 import jobs_pb2
 from support import TOKENS, finished, service_fixtures
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from paperworks.router.v1 import router_pb2
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
-from paperworks.shared.rpc.status import field_violations
 from paperworks.shared.rpc.tensors import from_numpy
+from paperworks.shared.sdk.errors import field_violations
 from support import announced_models
 
 

@@ -15,9 +15,9 @@ from google.rpc import code_pb2
 from paperworks.segmenter.v1 import segmenter_pb2
 from paperworks.services.segmenter import data
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
-from paperworks.shared.rpc.status import field_violations
 from paperworks.shared.rpc.tensors import from_numpy, to_numpy
 from paperworks.shared.sdk.client import Client
+from paperworks.shared.sdk.errors import field_violations
 from support import TOKENS, announced_models, finished, service_fixtures
 
 CFG = data.PhantomConfig(size=24, lesions=2, lesion_radius=2.0)

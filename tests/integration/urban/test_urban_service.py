@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from paperworks.services.urban.data import world, write_folder
-from paperworks.shared.rpc.status import field_violations
 from paperworks.shared.rpc.tensors import from_numpy, to_numpy
 from paperworks.shared.sdk.client import Client
+from paperworks.shared.sdk.errors import field_violations
 from paperworks.urban.v1 import urban_pb2
 from support import TOKENS, announced_models, finished, service_fixtures
 
