@@ -47,7 +47,13 @@ T = TypeVar("T")
 
 class OpenAIBackend(ModelBackend):
     """`base_url` includes the API prefix, e.g. http://localhost:8000/v1. `timeout_s` bounds
-    connecting and each read; `max_retries` counts retries after the first attempt."""
+    connecting and each read; `max_retries` counts retries after the first attempt.
+
+    `api` says which route `generate` speaks: "chat" (default; /chat/completions, each prompt as
+    one user message: what hosted chat-only models serve) or "completions" (the legacy
+    /completions, raw text continuation). Logprobs are asked for on either route; an endpoint
+    that does not return them yields `Generation.logprobs = None`, and callers that need them
+    say so. `score` needs the completions route's echoed prompt logprobs."""
 
     kind = "openai"
 
@@ -63,8 +69,10 @@ class OpenAIBackend(ModelBackend):
         max_backoff_s: float = 8.0,
         max_retry_after_s: float = 60.0,
         max_concurrency: int = 4,
+        api: str = "chat",
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.api = api
         self.model = model
         self.timeout_s = timeout_s
         self.max_retries = max_retries
@@ -93,6 +101,7 @@ class OpenAIBackend(ModelBackend):
             timeout_s=ref.timeout_s,
             max_retries=ref.max_retries,
             max_concurrency=ref.max_concurrency,
+            api=ref.api,
         )
 
     def close(self) -> None:
@@ -126,6 +135,10 @@ class OpenAIBackend(ModelBackend):
         def one(prompt: str) -> Generation:
             if max_new_tokens == 0:
                 return Generation(text="", finish_reason="length", logprobs=[] if logprobs else None)
+            if self.api == "chat":
+                payload = {"messages": [{"role": "user", "content": prompt}], **sampling,
+                           **({"logprobs": True} if logprobs else {})}
+                return _chat_generation(self._choice("/chat/completions", payload), logprobs)
             payload = {"prompt": prompt, **sampling, **({"logprobs": 1} if logprobs else {})}
             return _completion_generation(self._choice("/completions", payload), logprobs)
 

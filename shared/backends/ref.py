@@ -19,6 +19,7 @@ from paperworks.shared.backends.errors import InvalidModel
 
 Kind = Literal["openai", "hf", "tiny"]
 DTYPES = ("float32", "bfloat16", "float16")
+APIS = ("chat", "completions")
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class ModelRef:
     max_concurrency: int = 4
     device: str = "cpu"
     dtype: str = "float32"
+    api: str = "chat"
 
     def __post_init__(self) -> None:
         self._check_types()
@@ -52,6 +54,8 @@ class ModelRef:
             raise InvalidModel("max_retries", f"must be >= 0, got {self.max_retries}")
         if self.max_concurrency < 1:
             raise InvalidModel("max_concurrency", f"must be >= 1, got {self.max_concurrency}")
+        if self.api not in APIS:
+            raise InvalidModel("api", f"must be chat or completions, got {self.api!r}")
         if self.dtype not in DTYPES:
             raise InvalidModel("dtype", f"must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
 

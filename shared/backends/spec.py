@@ -16,8 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 
 class ModelSpec(BaseModel):
-    """A model: an OpenAI-compatible endpoint (`url` with /v1, `model`), or a local `hf` / `tiny`
-    directory (`path`). `api_key_env` names the environment variable that holds the key."""
+    """A model: an OpenAI-compatible endpoint (`url` with /v1, `model`; `api` chat, the default,
+    or the legacy completions route), or a local `hf` / `tiny` directory (`path`). `api_key_env`
+    names the environment variable that holds the key."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -29,6 +30,7 @@ class ModelSpec(BaseModel):
     timeout_s: float = Field(default=60.0, gt=0, le=3600)
     max_retries: int = Field(default=3, ge=0, le=10)
     max_concurrency: int = Field(default=4, ge=1, le=64)
+    api: Literal["chat", "completions"] = "chat"
 
     # One check per field, so a refusal names the field (`target.url`, not `target`); the same
     # rules ModelRef enforces, which `_usable` then confirms.
@@ -75,6 +77,7 @@ class ModelSpec(BaseModel):
             timeout_s=self.timeout_s,
             max_retries=self.max_retries,
             max_concurrency=self.max_concurrency,
+            api=self.api,
         )
 
     @property

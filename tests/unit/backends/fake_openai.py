@@ -131,7 +131,13 @@ def _completion(payload: dict[str, Any]) -> dict[str, Any]:
         "object": "text_completion",
         "model": payload["model"],
         "choices": [choice],
+        "usage": _usage(prompt, text),
     }
+
+
+def _usage(prompt: str, completion: str) -> dict[str, int]:
+    return {"prompt_tokens": len(prompt), "completion_tokens": len(completion),
+            "total_tokens": len(prompt) + len(completion)}
 
 
 def _chat(payload: dict[str, Any]) -> dict[str, Any]:
@@ -141,6 +147,9 @@ def _chat(payload: dict[str, Any]) -> dict[str, Any]:
     else:
         content = "echo: " + last
     finish = "stop"
+    for s in payload.get("stop") or []:
+        if s in content:
+            content = content.split(s, 1)[0]
     if len(content) > payload.get("max_tokens", 1 << 30):
         content, finish = content[: payload["max_tokens"]], "length"
     choice: dict[str, Any] = {
@@ -157,6 +166,7 @@ def _chat(payload: dict[str, Any]) -> dict[str, Any]:
         "object": "chat.completion",
         "model": payload["model"],
         "choices": [choice],
+        "usage": _usage(" ".join(m["content"] for m in payload["messages"]), content),
     }
 
 

@@ -9,6 +9,7 @@ import pytest
 from paperworks.shared.backends import (
     BackendTimeout,
     BackendUnavailable,
+    InvalidModel,
     MalformedResponse,
     ModelRef,
     RemoteError,
@@ -23,10 +24,56 @@ COMPLETIONS, CHAT = "/v1/completions", "/v1/chat/completions"
 
 @pytest.fixture
 def backend(openai_server):
+    """The legacy completions route (the generate/score tests below); chat-route generate has
+    its own tests."""
     with OpenAIBackend(
-        openai_server.url, "fake-model", timeout_s=2.0, max_retries=2, backoff_s=0.001
+        openai_server.url, "fake-model", timeout_s=2.0, max_retries=2, backoff_s=0.001, api="completions"
     ) as client:
         yield client
+
+
+@pytest.fixture
+def chat_backend(openai_server):
+    with load_backend(ModelRef(kind="openai", url=openai_server.url, model="fake-model",
+                               max_retries=2)) as client:
+        yield client
+
+
+def test_generate_speaks_chat_completions_by_default(openai_server, chat_backend):
+    gens = chat_backend.generate(["2+2=", "capital of France?"], max_new_tokens=40, temperature=0.2,
+                                 stop=["France"])
+    assert [g.text for g in gens] == ["echo: 2+2=", "echo: capital of "]
+    assert gens[0].logprobs == pytest.approx([openai_server.char_logprob(c) for c in "echo: 2+2="])
+    calls = sorted(openai_server.calls(CHAT), key=lambda c: c.json["messages"][0]["content"])
+    assert calls[0].json["messages"] == [{"role": "user", "content": "2+2="}]
+    first = calls[0].json
+    assert (first["max_tokens"], first["temperature"], first["logprobs"]) == (40, 0.2, True)
+    assert calls[1].json["stop"] == ["France"] and openai_server.calls(COMPLETIONS) == []
+
+
+def test_chat_generate_without_logprobs_from_the_endpoint_says_none(openai_server, chat_backend):
+    openai_server.script(CHAT, {"body": {"choices": [{"message": {"role": "assistant", "content": "4"},
+                                                      "finish_reason": "length"}]}})
+    [gen] = chat_backend.generate(["2+2="])
+    assert (gen.text, gen.logprobs, gen.finish_reason) == ("4", None, "length")
+
+
+def test_chat_generate_retries_429_and_500_with_retry_after(openai_server, chat_backend):
+    openai_server.script(
+        CHAT,
+        {"status": 429, "body": {"error": {"message": "slow down"}}, "headers": {"Retry-After": "0.2"}},
+        {"status": 500, "body": {"error": {"message": "hiccup"}}, "headers": {"Retry-After": "0"}},
+    )
+    start = time.monotonic()
+    [gen] = chat_backend.generate(["hi"])
+    assert time.monotonic() - start >= 0.2
+    assert gen.text == "echo: hi" and len(openai_server.calls(CHAT)) == 3
+
+
+def test_the_api_field_is_checked():
+    with pytest.raises(InvalidModel) as exc:
+        ModelRef(kind="openai", url="http://h:1/v1", model="m", api="legacy")
+    assert exc.value.field == "api"
 
 
 def test_chat_sends_openai_payload_and_key_from_env(openai_server, monkeypatch):

@@ -1,4 +1,5 @@
-"""A local OpenAI-compatible completions server with scripted answers, for the router's tests.
+"""A local OpenAI-compatible server (chat and legacy completions) with scripted answers, for the
+router's tests.
 
 The router's remote agents are reached through the shared `openai` backend; tests run that real
 client over a real socket against this server. Answers come from `answer(prompt)` (e.g. a solver
@@ -31,6 +32,7 @@ class ScriptedOpenAI:
         self.model = model
         self.delay_s = 0.0
         self.prompts: list[str] = []
+        self.routes: list[str] = []  # the route of each answered request
         self._failures: deque[tuple[int, str]] = deque()
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -56,20 +58,30 @@ class ScriptedOpenAI:
         self._httpd.server_close()
 
     def reply(self, path: str, payload: dict) -> tuple[int, dict]:
+        chat = path == "/v1/chat/completions"
+        prompt = payload["messages"][-1]["content"] if chat else payload.get("prompt", "")
         with self._lock:
             failure = self._failures.popleft() if self._failures else None
-            if path == "/v1/completions":
-                self.prompts.append(payload.get("prompt", ""))
+            if path in ("/v1/completions", "/v1/chat/completions"):
+                self.prompts.append(prompt)
+                self.routes.append(path)
         if failure is not None:
             return failure[0], {"error": {"message": failure[1], "type": "scripted"}}
-        if path != "/v1/completions":
+        if path not in ("/v1/completions", "/v1/chat/completions"):
             return 404, {"error": {"message": f"no route {path}"}}
         if payload.get("model") != self.model:
             return 404, {"error": {"message": f"The model `{payload.get('model')}` does not exist."}}
-        text = self.answer(payload["prompt"])
+        text = self.answer(prompt)
+        usage = {"prompt_tokens": len(prompt), "completion_tokens": len(text),
+                 "total_tokens": len(prompt) + len(text)}
+        if chat:
+            return 200, {"object": "chat.completion", "model": self.model, "usage": usage,
+                         "choices": [{"index": 0, "finish_reason": "stop",
+                                      "message": {"role": "assistant", "content": text}}]}
         return 200, {
             "object": "text_completion",
             "model": self.model,
+            "usage": usage,
             "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
         }
 
