@@ -6,6 +6,10 @@ Each benchmark writes its figures to results/<name>.json and exposes
 `<!-- benchmarks -->` and `<!-- /benchmarks -->`) is one row per benchmark: the first row
 of its full table, cells named by their column. `--tables-only` skips the runs and
 rebuilds the tables from the committed results.
+
+A service benchmark may also expose `claims(results) -> str`: its service README's table of
+what reproduces, written between `<!-- bench:claims -->` and `<!-- /bench:claims -->` in
+services/<name>/README.md, so no number in that table is typed by hand.
 """
 from __future__ import annotations
 
@@ -67,7 +71,24 @@ def summary(found: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
+def update_claims() -> None:
+    """Each service README's claims table from its benchmark's committed results."""
+    for path in benches():
+        name = path.stem.removeprefix("bench_")
+        results, readme = HERE / "results" / f"{name}.json", ROOT / "services" / name / "README.md"
+        module = load(path)
+        if results.exists() and readme.exists() and hasattr(module, "claims"):
+            text = readme.read_text()
+            start, end = "<!-- bench:claims -->", "<!-- /bench:claims -->"
+            if start not in text:
+                raise SystemExit(f"{readme}: add {start} {end} where the claims table goes")
+            block = f"{start}\n{module.claims(json.loads(results.read_text()))}\n{end}"
+            readme.write_text(re.sub(re.escape(start) + r".*?" + re.escape(end), lambda _: block, text,
+                                     flags=re.S))
+
+
 def update_tables() -> None:
+    update_claims()
     found = tables()
     docs = DOCS.read_text()
     for name, table in found.items():
