@@ -37,6 +37,11 @@ def load(path: Path):
     return module
 
 
+def replace_between(text: str, start: str, end: str, body: str) -> str:
+    block = f"{start}\n{body}\n{end}"
+    return re.sub(re.escape(start) + r".*?" + re.escape(end), lambda _: block, text, flags=re.S)
+
+
 def replace_section(text: str, name: str, body: str) -> str:
     start, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
     block = f"{start}\n{body}\n{end}"
@@ -82,9 +87,8 @@ def update_claims() -> None:
             start, end = "<!-- bench:claims -->", "<!-- /bench:claims -->"
             if start not in text:
                 raise SystemExit(f"{readme}: add {start} {end} where the claims table goes")
-            block = f"{start}\n{module.claims(json.loads(results.read_text()))}\n{end}"
-            readme.write_text(re.sub(re.escape(start) + r".*?" + re.escape(end), lambda _: block, text,
-                                     flags=re.S))
+            body = module.claims(json.loads(results.read_text()))
+            readme.write_text(replace_between(text, start, end, body))
 
 
 def update_tables() -> None:
@@ -94,10 +98,8 @@ def update_tables() -> None:
     for name, table in found.items():
         docs = replace_section(docs, name, table)
     DOCS.write_text(docs)
-    readme = README.read_text()
-    start, end = "<!-- benchmarks -->", "<!-- /benchmarks -->"
-    block = f"{start}\n{summary(found)}\n{end}"
-    README.write_text(re.sub(re.escape(start) + r".*?" + re.escape(end), lambda _: block, readme, flags=re.S))
+    README.write_text(replace_between(README.read_text(), "<!-- benchmarks -->", "<!-- /benchmarks -->",
+                                      summary(found)))
 
 
 def main(argv: list[str]) -> int:
