@@ -1,4 +1,5 @@
-"""The backend over a transformers causal LM in a local directory (Llama- and GPT-2-style).
+"""The backend over a transformers causal LM in a local directory: any model_type that
+transformers' AutoModelForCausalLM loads without remote code (tested: TESTED_MODEL_TYPES).
 
 Users point jobs at their own models, so the directory is checked before transformers sees it
 and every refusal says why: unsupported model_type, pickle-only weights (never unpickled),
@@ -23,8 +24,11 @@ from paperworks.shared.backends.ref import ModelRef
 from paperworks.shared.backends.tiny_model import MODEL_TYPE as TINY_MODEL_TYPE
 from paperworks.shared.backends.torch_lm import TorchCausalLM
 from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-SUPPORTED_MODEL_TYPES = ("llama", "gpt2")
+# Every family AutoModelForCausalLM knows loads; these are the ones the tests build, load, run and
+# score here (tests/unit/backends/test_hf.py), so they are the ones known to work end to end.
+TESTED_MODEL_TYPES = ("llama", "gpt2", "qwen2", "mistral", "gemma", "gpt_neox", "phi", "opt")
 _TOKENIZER_FILES = (("tokenizer.json",), ("tokenizer.model",), ("vocab.json", "merges.txt"))
 
 
@@ -45,11 +49,11 @@ def check_model_dir(path: str | Path) -> dict[str, Any]:
     model_type = config.get("model_type") if isinstance(config, dict) else None
     if model_type == TINY_MODEL_TYPE:
         raise InvalidModel("path", f"{directory} holds a paperworks tiny model; use kind='tiny'")
-    if model_type not in SUPPORTED_MODEL_TYPES:
+    if model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         raise InvalidModel(
             "path",
-            f"{config_path}: model_type {model_type!r} is not supported "
-            f"(supported: {', '.join(SUPPORTED_MODEL_TYPES)})",
+            f"{config_path}: model_type {model_type!r} is not a causal language model transformers "
+            f"can load (AutoModelForCausalLM; tested: {', '.join(TESTED_MODEL_TYPES)})",
         )
     names = {p.name for p in directory.iterdir()}
     if not names & {"model.safetensors", "model.safetensors.index.json"}:

@@ -61,3 +61,28 @@ def save_llama(directory: Path, *, positions: int = 64, chat_template: str | Non
         tokenizer.chat_template = chat_template
     tokenizer.save_pretrained(directory)
     return directory
+
+
+FAMILY_CONFIGS = {
+    "qwen2": {"intermediate_size": 64, "num_key_value_heads": 2},
+    "mistral": {"intermediate_size": 64, "num_key_value_heads": 2},
+    "gemma": {"intermediate_size": 64, "num_key_value_heads": 2, "head_dim": 8},
+    "gpt_neox": {"intermediate_size": 64},
+    "phi": {"intermediate_size": 64},
+    "opt": {"ffn_dim": 64, "word_embed_proj_dim": 32},
+}
+
+
+def save_family(directory: Path, model_type: str, *, positions: int = 64) -> Path:
+    """A 2-layer model of another transformers family (FAMILY_CONFIGS), random weights, byte tokenizer."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.for_model(
+        model_type, vocab_size=259, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        max_position_embeddings=positions, bos_token_id=256, eos_token_id=257, pad_token_id=258,
+        **FAMILY_CONFIGS[model_type],
+    )  # fmt: skip
+    torch.manual_seed(0)
+    AutoModelForCausalLM.from_config(config).save_pretrained(directory)
+    byte_tokenizer(add_bos=False).save_pretrained(directory)
+    return directory

@@ -8,9 +8,10 @@ import shutil
 import pytest
 import torch
 from paperworks.shared.backends import InvalidModel, ModelRef, load_backend
-from paperworks.shared.backends.hf import HFBackend
+from paperworks.shared.backends.hf import TESTED_MODEL_TYPES, HFBackend
 from paperworks.shared.backends.tiny_model import TinyConfig, TinyDecoder, save_tiny
 from safetensors.torch import load_file, save_file
+from unit.backends.hf_models import FAMILY_CONFIGS, save_family
 
 
 @pytest.fixture
@@ -85,9 +86,9 @@ def _break(directory, what):
         (directory / "config.json").unlink()
     elif what == "bad json":
         (directory / "config.json").write_text("{not json")
-    elif what == "bert":
+    elif what == "t5":
         config = json.loads((directory / "config.json").read_text())
-        (directory / "config.json").write_text(json.dumps({**config, "model_type": "bert"}))
+        (directory / "config.json").write_text(json.dumps({**config, "model_type": "t5"}))
     elif what == "pickle only":
         (directory / "model.safetensors").rename(directory / "pytorch_model.bin")
     elif what == "no tokenizer":
@@ -103,7 +104,7 @@ def _break(directory, what):
     [
         ("no config", "has no config.json"),
         ("bad json", "not valid JSON"),
-        ("bert", "model_type 'bert' is not supported (supported: llama, gpt2)"),
+        ("t5", "model_type 't5' is not a causal language model transformers can load"),
         ("pickle only", "pickle weights (pytorch_model.bin) are never loaded"),
         ("no tokenizer", "has no tokenizer"),
         ("missing tensor", "weights do not match config.json"),
@@ -128,3 +129,15 @@ def test_missing_paths_and_tiny_dirs_are_rejected(tmp_path):
     tiny = save_tiny(tmp_path / "tiny", TinyDecoder(TinyConfig(dim=16, n_heads=2, n_layers=1, mlp_hidden=16)))
     with pytest.raises(InvalidModel, match="kind='tiny'"):
         HFBackend.from_dir(tiny)
+
+
+@pytest.mark.parametrize("model_type", sorted(FAMILY_CONFIGS))
+def test_other_transformers_families_load_generate_and_score(tmp_path, model_type):
+    """The families TESTED_MODEL_TYPES names beyond llama and gpt2, each built from its config."""
+    assert model_type in TESTED_MODEL_TYPES
+    directory = save_family(tmp_path / model_type, model_type)
+    with load_backend(ModelRef(kind="hf", path=str(directory))) as backend:
+        [gen] = backend.generate(["abc"], max_new_tokens=3, logprobs=True)
+        [score] = backend.score(["abc"], ["de"])
+    assert len(gen.token_ids) == 3 and len(gen.logprobs) == 3
+    assert score.total < 0 and len(score.logprobs) == 2
