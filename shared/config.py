@@ -106,6 +106,9 @@ class Settings(BaseSettings):
         "0: no limit.",
     )
     log_level: str = Field(default="INFO", description="Python logging level.")
+    device: str = Field(
+        default="", description="Device a worker's methods run on (cpu, cuda:N); empty: cuda:0 when a GPU "
+        "is visible (CUDA_VISIBLE_DEVICES), else cpu.")
 
     @property
     def sqlalchemy_url(self) -> str:

@@ -36,6 +36,18 @@ class JobContext:
         return logging.getLogger(f"paperworks.job.{self.job_id}")
 
     @cached_property
+    def device(self) -> str:
+        """Where this job's method runs: PAPERWORKS_DEVICE, else cuda:0 when the worker sees a GPU
+        (each worker process is given one with CUDA_VISIBLE_DEVICES), else cpu."""
+        from paperworks.shared.config import get_settings
+
+        if get_settings().device:
+            return get_settings().device
+        import torch
+
+        return "cuda:0" if torch.cuda.is_available() else "cpu"
+
+    @cached_property
     def tenant(self) -> str:
         """Whose job this is: the jobs and models it may name are that tenant's only."""
         return self.store.get(None, None, self.job_id).tenant

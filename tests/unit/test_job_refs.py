@@ -79,3 +79,19 @@ def test_job_context_reads_its_tenants_jobs_and_submits_follow_ups(store, tmp_pa
             ctx.submit("ops", "digest", params, "a-third-key")
     finally:
         get_settings.cache_clear()
+
+
+def test_job_context_device_is_the_setting_else_what_the_worker_sees(store, tmp_path, monkeypatch):
+    import torch
+    from paperworks.shared.config import get_settings
+
+    artifacts = ArtifactStore(tmp_path / "a")
+    job, run = digest_job(store, artifacts, finish=False)
+    for setting, expected in (("cpu", "cpu"), ("cuda:1", "cuda:1"),
+                              ("", "cuda:0" if torch.cuda.is_available() else "cpu")):
+        monkeypatch.setenv("PAPERWORKS_DEVICE", setting)
+        get_settings.cache_clear()
+        try:
+            assert JobContext(job.id, run.token, run.attempt, store, artifacts).device == expected
+        finally:
+            get_settings.cache_clear()
