@@ -17,7 +17,6 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 from paperworks.shared.errors import InvalidArgument, PaperworksError, QuotaExceeded, Unavailable
-from paperworks.shared.sdk.errors import field_violations  # noqa: F401 - client side, re-exported
 from sqlalchemy import exc as sa_exc
 
 log = logging.getLogger(__name__)

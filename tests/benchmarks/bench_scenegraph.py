@@ -1,7 +1,7 @@
 """DS-Net at a larger scale than the reproduction tests, every baseline trained in the same run,
 plus the latency of the sync Predict path.
 
-- claims 1-3 (see paperworks.services.scenegraph.experiments) on 600 training and 600 test
+- claims 1-3 (see tests/reproduction/scenegraph/experiments.py) on 600 training and 600 test
   scenes, 20 detector and 20 relation epochs, for each seed in BENCH_SCENEGRAPH_SEEDS (0 and 1):
   about 10 minutes on one thread of a shared 2-core machine;
 - Predict: `servicer.predict_one` (PNG decode -> resize -> detector -> RoIAlign -> relation model
@@ -23,18 +23,23 @@ import io
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from paperworks.scenegraph.v1 import scenegraph_pb2
-from paperworks.services.scenegraph import experiments
-from paperworks.services.scenegraph.pipeline import SceneGraphGenerator, TrainConfig
-from paperworks.services.scenegraph.servicer import predict_one
-from PIL import Image
 
-RESULTS = Path(__file__).resolve().parent / "results"
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # tests/: the experiment drivers live in tests/reproduction
+
+from paperworks.scenegraph.v1 import scenegraph_pb2  # noqa: E402
+from paperworks.services.scenegraph.generator import SceneGraphGenerator, TrainConfig  # noqa: E402
+from paperworks.services.scenegraph.servicer import predict_one  # noqa: E402
+from PIL import Image  # noqa: E402
+from reproduction.scenegraph import experiments  # noqa: E402
+
+RESULTS = HERE / "results"
 IMAGES = int(os.environ.get("BENCH_SCENEGRAPH_IMAGES", "600"))
 TEST_IMAGES = int(os.environ.get("BENCH_SCENEGRAPH_TEST_IMAGES", "600"))
 EPOCHS = int(os.environ.get("BENCH_SCENEGRAPH_EPOCHS", "20"))
@@ -146,6 +151,9 @@ def standard_world(t0: float) -> dict:
 
 
 def main() -> None:
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__)
+        return
     torch.set_num_threads(1)
     measured, seconds = {}, {}
     if "standard" in PARTS:

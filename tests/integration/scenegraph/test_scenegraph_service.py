@@ -9,12 +9,11 @@ import grpc
 import numpy as np
 import pytest
 from paperworks.scenegraph.v1 import scenegraph_pb2
-from paperworks.services.scenegraph.dataset import write_json
-from paperworks.services.scenegraph.scenes import generate_scenes
-from paperworks.services.scenegraph.vocab import synthetic_vocabulary
+from paperworks.services.scenegraph.data.scenes import generate_scenes, synthetic_vocabulary
+from paperworks.services.scenegraph.data.scenes_json import write_json
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
-from paperworks.shared.rpc.status import field_violations
 from paperworks.shared.sdk.client import Client
+from paperworks.shared.sdk.errors import field_violations
 from PIL import Image
 from support import TOKENS, announced_models, finished, service_fixtures
 
@@ -111,15 +110,21 @@ def test_bad_inputs_are_invalid_argument_naming_the_field(client, trained, scene
         assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert [f for f, _ in field_violations(exc.value)] == [field]
     before = len(client.list("scenegraph", page_size=500)[0])
-    with pytest.raises(grpc.RpcError) as exc:
-        client.submit("scenegraph", "train", dataset={"synthetic": {"seed": 1}}, image_size=20)
-    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert [f for f, _ in field_violations(exc.value)] == ["image_size"]
+    for image_size in (20, 0):  # 0 is a value like any other (unset means 64)
+        with pytest.raises(grpc.RpcError) as exc:
+            client.submit("scenegraph", "train", dataset={"synthetic": {"seed": 1}}, image_size=image_size)
+        assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert [f for f, _ in field_violations(exc.value)] == ["image_size"]
     assert len(client.list("scenegraph", page_size=500)[0]) == before
     with pytest.raises(grpc.RpcError) as exc:
         stub.Predict(scenegraph_pb2.PredictRequest(train_job_id="scenegraph-missing", image=image),
                      metadata=client.metadata, timeout=30)
     assert exc.value.code() == grpc.StatusCode.NOT_FOUND
+    with pytest.raises(grpc.RpcError) as exc:
+        stub.Predict(scenegraph_pb2.PredictRequest(train_job_id=trained.id, image=image, top_k=0),
+                     metadata=client.metadata, timeout=30)
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert [f for f, _ in field_violations(exc.value)] == ["top_k"]
 
 
 def test_a_dataset_with_an_unknown_class_fails_the_job_naming_it(client, tmp_path, scenes):

@@ -8,14 +8,14 @@ The occlusion world is measured in a second process (`experiments.BackgroundWorl
 first test of this folder when any occlusion test is selected, so it trains while the first world's
 tests run. `SCENEGRAPH_REPRO_SEED` picks another seed (the margins were checked on seeds 0, 1, 2).
 These are `Setup`'s defaults: 400 training scenes at 15 epochs, the same CPU time, lost margins on
-some seed (README, Reproduction). Every claim averages three relation-training seeds.
+some seed (docs/reproductions/scenegraph.md). Every claim averages three relation-training seeds.
 """
 from __future__ import annotations
 
 import os
 
 import pytest
-from paperworks.services.scenegraph import experiments
+from reproduction.scenegraph import experiments
 
 SEED = int(os.environ.get("SCENEGRAPH_REPRO_SEED", "0"))
 # what the occlusion-world tests read, each on `experiments.TRAINING_SEEDS` relation-training seeds

@@ -1,4 +1,5 @@
-"""DS-Net's claims measured on the synthetic scenes, shared by the reproduction tests and the benchmark.
+"""DS-Net's claims measured on the synthetic scenes, shared by the reproduction tests, a unit test and the
+benchmark (imported as `reproduction.scenegraph.experiments`: tests/ is on the path).
 
 One detector is trained and frozen per run (as in Scene-Graph-Benchmark.pytorch,
 every relation head sits on the same detector); every relation model then trains
@@ -21,17 +22,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from paperworks.services.scenegraph.components import predicate_counts
-from paperworks.services.scenegraph.depth_order import DepthOrderEstimator, train_depth_order
-from paperworks.services.scenegraph.detector import Detector, train_detector
+from paperworks.services.scenegraph.data.scenes import SceneConfig, generate_scenes, synthetic_vocabulary
 from paperworks.services.scenegraph.dsnet import DSNetConfig
-from paperworks.services.scenegraph.evaluate import evaluate
-from paperworks.services.scenegraph.features import Features, extract
-from paperworks.services.scenegraph.model import RelationConfig, RelationModel, train_relation_model
-from paperworks.services.scenegraph.pipeline import predicate_frequencies
-from paperworks.services.scenegraph.sample import Sample
-from paperworks.services.scenegraph.scenes import SceneConfig, generate_scenes
-from paperworks.services.scenegraph.vocab import Vocabulary, synthetic_vocabulary
+from paperworks.services.scenegraph.generator import predicate_frequencies
+from paperworks.services.scenegraph.relation_model import RelationConfig, RelationModel, train_relation_model
+from paperworks.services.scenegraph.sgg.components import predicate_counts
+from paperworks.services.scenegraph.sgg.depth_order import DepthOrderEstimator, train_depth_order
+from paperworks.services.scenegraph.sgg.detector import Detector, train_detector
+from paperworks.services.scenegraph.sgg.features import Features, extract
+from paperworks.services.scenegraph.sgg.metrics import evaluate
+from paperworks.services.scenegraph.sgg.sample import Sample
+from paperworks.services.scenegraph.sgg.vocab import Vocabulary
 from paperworks.shared.threads import single_thread
 from pydantic import BaseModel, Field
 
@@ -57,7 +58,7 @@ class Setup(BaseModel):
 
     The defaults are the reproduction tests' scale: 600 training scenes seen 10 times cost what 400
     seen 15 times did, and the wider sample held margins the smaller one lost on some seed or CPU
-    (services/scenegraph/README.md, Reproduction)."""
+    (docs/reproductions/scenegraph.md)."""
 
     seed: int = 0
     train_images: int = Field(default=600, ge=10)

@@ -12,7 +12,7 @@ stream needs nothing from the vision stream, so vision -> space fusion has nothi
 from __future__ import annotations
 
 import pytest
-from paperworks.services.scenegraph import experiments
+from reproduction.scenegraph import experiments
 
 BASES = ("motifs", "penet")
 MIN_GAIN = 0.02  # the paper reports +1.3 to +6.1 mR@100 (here, seeds 0-2: MOTIFS +0.054 to +0.057)

@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import pytest
+from paperworks.services.scenegraph.data.scenes import generate_scenes, synthetic_vocabulary
 from paperworks.services.scenegraph.dsnet import DSNetConfig
-from paperworks.services.scenegraph.model import RelationConfig
-from paperworks.services.scenegraph.pipeline import SceneGraphGenerator, TrainConfig
-from paperworks.services.scenegraph.scenes import generate_scenes
-from paperworks.services.scenegraph.vocab import synthetic_vocabulary
+from paperworks.services.scenegraph.generator import SceneGraphGenerator, TrainConfig
+from paperworks.services.scenegraph.relation_model import RelationConfig
 
 
 @pytest.fixture(scope="session")

@@ -9,15 +9,15 @@ import h5py
 import numpy as np
 import pytest
 from paperworks.scenegraph.v1 import scenegraph_pb2
-from paperworks.services.scenegraph.dataset import load_json, write_json
-from paperworks.services.scenegraph.pipeline import SceneGraphGenerator
-from paperworks.services.scenegraph.scenes import (
+from paperworks.services.scenegraph import checkpoint
+from paperworks.services.scenegraph.data.scenes import (
     INTERACTIONS,
     generate_scenes,
     geometric_predicate,
 )
+from paperworks.services.scenegraph.data.scenes_json import load_json, write_json
+from paperworks.services.scenegraph.data.visual_genome import convert_visual_genome
 from paperworks.services.scenegraph.servicer import predict_one
-from paperworks.services.scenegraph.visual_genome import convert_visual_genome
 from paperworks.shared.errors import InvalidArgument
 from PIL import Image
 
@@ -118,7 +118,7 @@ def test_visual_genome_converter(tmp_path):
 
 
 def test_checkpoint_round_trip_predicts_the_same(tiny_generator, scenes):
-    loaded = SceneGraphGenerator.from_bytes(tiny_generator.to_bytes())
+    loaded = checkpoint.load(checkpoint.save(tiny_generator))
     for mode in ("predcls", "sgcls", "sgdet"):
         a = tiny_generator.predict(scenes[:3], mode, top_k=5)
         b = loaded.predict(scenes[:3], mode, top_k=5)
@@ -166,6 +166,14 @@ def test_predict_one_rejects_bad_boxes_naming_them(tiny_generator, scenes, boxes
     with pytest.raises(InvalidArgument) as exc:
         predict_one(tiny_generator, scenegraph_pb2.PredictRequest(image=_png(scenes[0].image), boxes=boxes))
     assert exc.value.field == field
+
+
+@pytest.mark.parametrize("top_k", [0, 1001])
+def test_predict_one_rejects_a_top_k_out_of_range_naming_it(tiny_generator, scenes, top_k):
+    """Unset means 20; an explicit 0 is out of range like any other value."""
+    with pytest.raises(InvalidArgument) as exc:
+        predict_one(tiny_generator, scenegraph_pb2.PredictRequest(image=_png(scenes[0].image), top_k=top_k))
+    assert exc.value.field == "top_k"
 
 
 def test_predict_one_rejects_a_file_that_is_no_image(tiny_generator):

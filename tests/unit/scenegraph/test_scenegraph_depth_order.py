@@ -7,14 +7,15 @@ import json
 import numpy as np
 import pytest
 import torch
-from paperworks.services.scenegraph.dataset import load_json, write_json
-from paperworks.services.scenegraph.depth_order import ordered_pairs
+from paperworks.services.scenegraph import checkpoint
+from paperworks.services.scenegraph.data.scenes import SceneConfig, generate_scenes
+from paperworks.services.scenegraph.data.scenes_json import load_json, write_json
 from paperworks.services.scenegraph.dsnet import DSNetConfig
-from paperworks.services.scenegraph.model import RelationConfig
-from paperworks.services.scenegraph.pipeline import SceneGraphGenerator, TrainConfig
-from paperworks.services.scenegraph.sample import Sample
-from paperworks.services.scenegraph.scenes import SceneConfig, generate_scenes
-from paperworks.services.scenegraph.vocab import Vocabulary
+from paperworks.services.scenegraph.generator import SceneGraphGenerator, TrainConfig
+from paperworks.services.scenegraph.relation_model import RelationConfig
+from paperworks.services.scenegraph.sgg.depth_order import ordered_pairs
+from paperworks.services.scenegraph.sgg.sample import Sample
+from paperworks.services.scenegraph.sgg.vocab import Vocabulary
 from paperworks.shared.errors import InvalidArgument
 
 
@@ -76,7 +77,7 @@ def test_the_relation_model_sees_the_estimates_and_the_checkpoint_keeps_the_esti
     assert feats.attributes.shape == (4, 6, 2)
     assert feats.attributes[feats.valid].abs().sum() > 0 and feats.attributes[~feats.valid].abs().sum() == 0
     assert gen.relation.cfg.attributes == 2
-    again = SceneGraphGenerator.from_bytes(gen.to_bytes())
+    again = checkpoint.load(checkpoint.save(gen))
     assert again.depth is not None
     assert torch.equal(again.features(scenes[:4], "predcls").attributes, feats.attributes)
     a, b = gen.predict(scenes[:4], "predcls", 5), again.predict(scenes[:4], "predcls", 5)

@@ -1,9 +1,9 @@
 """The reproduction suite's background world: it hands back the world's metrics, and a failure says why.
-(That its numbers equal the in-process run's was checked at full size: README, Reproduction.)"""
+(That its numbers equal the in-process run's was checked at full size: docs/reproductions/scenegraph.md.)"""
 from __future__ import annotations
 
 import pytest
-from paperworks.services.scenegraph import experiments
+from reproduction.scenegraph import experiments
 
 TINY = experiments.Setup(seed=5, train_images=12, test_images=10, detector_epochs=1, relation_epochs=1,
                          max_objects=6)

@@ -6,12 +6,13 @@ import math
 import numpy as np
 import pytest
 import torch
-from paperworks.services.scenegraph.evaluate import evaluate, head_tail_split, ranked_triplets
-from paperworks.services.scenegraph.features import Features, match_detections
-from paperworks.services.scenegraph.geometry import PAIR_GEOMETRY_DIM, box_iou, pair_geometry
-from paperworks.services.scenegraph.roi_align import roi_align
-from paperworks.services.scenegraph.sample import Sample
-from paperworks.services.scenegraph.vocab import Vocabulary
+from paperworks.services.scenegraph.dsnet.geometry import PAIR_GEOMETRY_DIM, pair_geometry
+from paperworks.services.scenegraph.sgg.features import Features, match_detections
+from paperworks.services.scenegraph.sgg.geometry import box_iou
+from paperworks.services.scenegraph.sgg.metrics import evaluate, head_tail_split, ranked_triplets
+from paperworks.services.scenegraph.sgg.roi_align import roi_align
+from paperworks.services.scenegraph.sgg.sample import Sample
+from paperworks.services.scenegraph.sgg.vocab import Vocabulary
 
 
 def test_pair_geometry_offsets_scales_overlap_distance_angle():

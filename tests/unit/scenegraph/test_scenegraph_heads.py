@@ -6,12 +6,12 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from paperworks.services.scenegraph.components import FrequencyPrior, Pairs, predicate_counts
 from paperworks.services.scenegraph.dsnet import CrossFusion, DSNetConfig
-from paperworks.services.scenegraph.features import UNION_POOL, Features
-from paperworks.services.scenegraph.model import RelationConfig, RelationModel
-from paperworks.services.scenegraph.sample import Sample
-from paperworks.services.scenegraph.vocab import Vocabulary
+from paperworks.services.scenegraph.relation_model import RelationConfig, RelationModel
+from paperworks.services.scenegraph.sgg.components import FrequencyPrior, Pairs, predicate_counts
+from paperworks.services.scenegraph.sgg.features import UNION_POOL, Features
+from paperworks.services.scenegraph.sgg.sample import Sample
+from paperworks.services.scenegraph.sgg.vocab import Vocabulary
 
 
 def _sample(labels, relations) -> Sample:
