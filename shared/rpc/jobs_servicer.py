@@ -22,6 +22,7 @@ from paperworks.shared.rpc.convert import (
     event_message,
     job_message,
 )
+from paperworks.shared.rpc.describe import describe
 from paperworks.shared.rpc.runtime import ServiceRuntime
 from paperworks.shared.rpc.status import rpc_method
 from paperworks.v1 import jobs_pb2, jobs_pb2_grpc
@@ -81,6 +82,7 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     def __init__(self, rt: ServiceRuntime):
         self.rt = rt
         self._feed: CommitFeed | None = None
+        self._description: jobs_pb2.DescribeServiceResponse | None = None
         self._can_feed = rt.db.engine.dialect.name == "sqlite"
 
     def _commit_feed(self) -> CommitFeed | None:
@@ -99,6 +101,12 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     async def _full(self, job):
         artifacts = await asyncio.to_thread(self.rt.store.artifacts, job.id)
         return job_message(job, artifacts)
+
+    @rpc_method
+    async def DescribeService(self, request, context):
+        if self._description is None:
+            self._description = describe(self.rt.spec)
+        return self._description
 
     @rpc_method
     async def GetJob(self, request, context):

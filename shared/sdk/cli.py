@@ -1,5 +1,6 @@
 """The `paperworks` command: the stack (up/status/down), jobs (submit/watch/get/list/
-cancel/artifacts), and the processes containers run (serve/dispatch/work/migrate).
+cancel/artifacts), discovery (services/describe), sync calls (call), and the processes
+containers run (serve/dispatch/work/migrate).
 
 The job verbs need only the light install (`pip install paperworks`); the stack and process
 verbs need the server extra (`pip install 'paperworks[server]'`) and say so when it is missing.
@@ -70,25 +71,28 @@ def _run(fn):
         _fail(f"{exc.code().name}: {exc.details()}" + (f" [{fields}]" if fields else ""))
 
 
-def _parse_sets(sets: list[str]) -> dict:
-    params = {}
-    for item in sets:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            _fail(f"--set {item!r}: expected key=value")
-        try:
-            params[key] = json.loads(value)
-        except ValueError:
-            params[key] = value
-    return params
+def _sets(descriptor, sets: list[str]) -> dict:
+    from paperworks.shared.sdk.values import params_from_sets
+
+    return _run(lambda: params_from_sets(descriptor, sets))
 
 
 def _state(job: jobs_pb2.Job) -> str:
     return state_name(job.state)
 
 
+def _dict(message) -> dict:
+    from paperworks.shared.sdk.values import integral
+
+    return integral(json_format.MessageToDict(message, preserving_proto_field_name=True))
+
+
 def _job_json(job: jobs_pb2.Job) -> str:
-    return json.dumps(json_format.MessageToDict(job, preserving_proto_field_name=True), indent=1)
+    return json.dumps(_dict(job), indent=1)
+
+
+def _violations(error) -> str:
+    return "".join(f"\n  {v.field}: {v.description}" for v in error.field_violations)
 
 
 # --- jobs -----------------------------------------------------------------------------
@@ -98,11 +102,16 @@ def _job_json(job: jobs_pb2.Job) -> str:
 def submit(
     service: str,
     kind: str,
-    set_: list[str] = typer.Option([], "--set", help="A parameter, key=value (JSON values)."),
+    set_: list[str] = typer.Option([], "--set", help="A parameter, key=value: JSON, or text for a "
+                                   "text field; @file reads a file (.npy or nested lists for tensors)."),
     watch_: bool = typer.Option(False, "--watch", help="Follow the job until it ends."),
 ):
-    """Submit a job: paperworks submit ops digest --set seed=1 --set steps=10"""
-    params = _parse_sets(set_)
+    """Submit a job: paperworks submit ops digest --set seed=1 --set steps=10
+    (its parameters: paperworks describe SERVICE KIND)"""
+    from paperworks.shared.sdk import discovery
+
+    method = _run(lambda: discovery.submit_method(service, kind))
+    params = _sets(method.input_type, set_)
     job = _run(lambda: _client().submit(service, kind, **params))
     console.print(job.id)
     if watch_:
@@ -110,9 +119,10 @@ def submit(
 
 
 @app.command()
-def watch(job_id: str):
+def watch(job_id: str = typer.Argument(..., help="A job id or a unique prefix of one.")):
     """Follow a job with a live progress bar until it ends."""
     client = _client()
+    job_id = _run(lambda: client.resolve(job_id))
 
     def follow():
         with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
@@ -131,15 +141,16 @@ def watch(job_id: str):
     state = _state(job)
     console.print(f"{job.id} {state}")
     if job.HasField("result") and job.result.fields:
-        console.print_json(json.dumps(json_format.MessageToDict(job.result)))
+        console.print_json(json.dumps(_dict(job.result)))
     if state == "FAILED":
-        _fail(f"{job.error.message}", 2)
+        _fail(f"{job.error.message}{_violations(job.error)}", 2)
 
 
 @app.command()
-def get(job_id: str):
+def get(job_id: str = typer.Argument(..., help="A job id or a unique prefix of one.")):
     """Show a job as JSON."""
-    job = _run(lambda: _client().get(job_id))
+    client = _client()
+    job = _run(lambda: client.get(client.resolve(job_id)))
     console.print_json(_job_json(job))
 
 
@@ -150,10 +161,17 @@ def list_(
     state: list[str] = typer.Option([], help="Only these states (QUEUED, RUNNING, ...)."),
     page_size: int = typer.Option(50),
     page_token: str = typer.Option(""),
+    json_: bool = typer.Option(False, "--json", help="One JSON object per job, for scripts."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Job ids only, one per line."),
 ):
     """List a service's jobs, newest first."""
     jobs, token = _run(lambda: _client().list(service, kind, state, page_size, page_token))
+    if quiet or json_:
+        for j in jobs:
+            print(j.id if quiet else json.dumps(_dict(j)))
+        return
     table = Table("id", "kind", "state", "progress", "created")
+    table.columns[0].no_wrap = True  # ids are copied whole, never cut
     for j in jobs:
         table.add_row(j.id, j.kind, _state(j), f"{j.progress.fraction:.0%}",
                       j.create_time.ToDatetime().isoformat(timespec="seconds"))
@@ -163,18 +181,95 @@ def list_(
 
 
 @app.command()
-def cancel(job_id: str):
+def cancel(job_id: str = typer.Argument(..., help="A job id or a unique prefix of one.")):
     """Cancel a job (QUEUED ends now; RUNNING stops at its next step)."""
-    job = _run(lambda: _client().cancel(job_id))
+    client = _client()
+    job = _run(lambda: client.cancel(client.resolve(job_id)))
     console.print(f"{job.id} {_state(job)}" + (" (cancel requested)" if job.cancel_requested else ""))
 
 
 @artifacts_app.command("pull")
 def artifacts_pull(job_id: str, out: Path = typer.Option(Path("."), help="Destination folder.")):
     """Download every artifact of a job (hash-checked)."""
-    paths = _run(lambda: _client().pull_artifacts(job_id, out))
+    client = _client()
+    paths = _run(lambda: client.pull_artifacts(client.resolve(job_id), out))
     for p in paths:
         console.print(str(p))
+
+
+# --- discovery and sync calls ---------------------------------------------------------------
+
+
+@app.command()
+def services():
+    """Each service of the stack: its job kinds and sync RPCs, one line each."""
+    client = _client()
+    table = Table("service", "job kinds", "sync RPCs", "what it does")
+    for name in sorted(client.endpoints):
+        d = _run(lambda name=name: client.describe(name))
+        table.add_row(name, ", ".join(k.name for k in d.kinds), ", ".join(r.name for r in d.rpcs),
+                      d.description)
+    console.print(table)
+
+
+@app.command()
+def describe(service: str, name: str = typer.Argument("", help="A job kind or a sync RPC; empty: all.")):
+    """A job kind's parameters (type, default, range or allowed values, required) with an example,
+    or a sync RPC's request fields; from the schema the server validates with."""
+    from paperworks.shared.sdk import describe as text
+
+    d = _run(lambda: _client().describe(service))
+    kinds = {k.name: k for k in d.kinds}
+    rpcs = {r.name: r for r in d.rpcs}
+    if not name:
+        console.print(text.service_text(d), highlight=False, markup=False)
+    elif name in kinds:
+        console.print(text.kind_text(service, kinds[name]), highlight=False, markup=False)
+    elif name in rpcs:
+        console.print(text.rpc_text(service, rpcs[name]), highlight=False, markup=False)
+    else:
+        _fail(f"service {service!r} has no job kind or RPC {name!r} (kinds: {', '.join(kinds)}; "
+              f"RPCs: {', '.join(rpcs)})")
+
+
+@app.command()
+def call(
+    service: str,
+    rpc: str,
+    set_: list[str] = typer.Option([], "--set", help="A request field, key=value (as for submit)."),
+    out: Path | None = typer.Option(None, help="Write the reply's tensors here as .npy files."),
+):
+    """Call a sync RPC: paperworks call urban Embed --set ... (its fields: paperworks describe SERVICE RPC)"""
+    from paperworks.shared.sdk import discovery
+    from paperworks.shared.sdk.values import write_npy
+
+    method = _run(lambda: discovery.rpc_method(service, rpc))
+    params = _sets(method.input_type, set_)
+    reply = _run(lambda: _client().call(service, rpc, **params))
+    replies = reply if isinstance(reply, list) else [reply]
+    data = [_dict(r) for r in replies]
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        for i, item in enumerate(data):
+            for path, tensor in _tensors(item, ""):
+                target = out / f"{path or 'tensor'}{'' if len(data) == 1 else f'.{i}'}.npy"
+                target.write_bytes(write_npy(tensor))
+                tensor.clear()
+                tensor["written_to"] = str(target)
+    console.print_json(json.dumps(data[0] if len(data) == 1 else data))
+
+
+def _tensors(value, path: str):
+    """(dotted path, Tensor JSON dict) for every tensor in a reply's JSON form."""
+    if isinstance(value, dict):
+        if "dtype" in value and "shape" in value:
+            yield path, value
+            return
+        for key, item in value.items():
+            yield from _tensors(item, f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _tensors(item, f"{path}.{i}")
 
 
 # --- the embedded stack ----------------------------------------------------------------

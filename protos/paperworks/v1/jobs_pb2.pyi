@@ -100,6 +100,50 @@ class JobEvent(_message.Message):
     time: _timestamp_pb2.Timestamp
     def __init__(self, job_id: _Optional[str] = ..., seq: _Optional[int] = ..., type: _Optional[_Union[JobEventType, str]] = ..., state: _Optional[_Union[JobState, str]] = ..., progress: _Optional[_Union[_common_pb2.Progress, _Mapping]] = ..., message: _Optional[str] = ..., artifact: _Optional[_Union[_common_pb2.ArtifactRef, _Mapping]] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
+class DescribeServiceRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class JobKindInfo(_message.Message):
+    __slots__ = ("name", "description", "submit_rpc", "params_schema_json")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    SUBMIT_RPC_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    submit_rpc: str
+    params_schema_json: str
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., submit_rpc: _Optional[str] = ..., params_schema_json: _Optional[str] = ...) -> None: ...
+
+class RpcInfo(_message.Message):
+    __slots__ = ("name", "request_type", "response_type", "client_streaming", "server_streaming", "description")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_TYPE_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_STREAMING_FIELD_NUMBER: _ClassVar[int]
+    SERVER_STREAMING_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    request_type: str
+    response_type: str
+    client_streaming: bool
+    server_streaming: bool
+    description: str
+    def __init__(self, name: _Optional[str] = ..., request_type: _Optional[str] = ..., response_type: _Optional[str] = ..., client_streaming: _Optional[bool] = ..., server_streaming: _Optional[bool] = ..., description: _Optional[str] = ...) -> None: ...
+
+class DescribeServiceResponse(_message.Message):
+    __slots__ = ("service", "description", "kinds", "rpcs")
+    SERVICE_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    RPCS_FIELD_NUMBER: _ClassVar[int]
+    service: str
+    description: str
+    kinds: _containers.RepeatedCompositeFieldContainer[JobKindInfo]
+    rpcs: _containers.RepeatedCompositeFieldContainer[RpcInfo]
+    def __init__(self, service: _Optional[str] = ..., description: _Optional[str] = ..., kinds: _Optional[_Iterable[_Union[JobKindInfo, _Mapping]]] = ..., rpcs: _Optional[_Iterable[_Union[RpcInfo, _Mapping]]] = ...) -> None: ...
+
 class GetJobRequest(_message.Message):
     __slots__ = ("job_id",)
     JOB_ID_FIELD_NUMBER: _ClassVar[int]

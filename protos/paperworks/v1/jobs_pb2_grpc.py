@@ -59,6 +59,11 @@ class JobServiceStub:
                 request_serializer=paperworks_dot_v1_dot_jobs__pb2.GetArtifactRequest.SerializeToString,
                 response_deserializer=paperworks_dot_v1_dot_jobs__pb2.GetArtifactResponse.FromString,
                 _registered_method=True)
+        self.DescribeService = channel.unary_unary(
+                '/paperworks.v1.JobService/DescribeService',
+                request_serializer=paperworks_dot_v1_dot_jobs__pb2.DescribeServiceRequest.SerializeToString,
+                response_deserializer=paperworks_dot_v1_dot_jobs__pb2.DescribeServiceResponse.FromString,
+                _registered_method=True)
 
 
 class JobServiceServicer:
@@ -97,6 +102,15 @@ class JobServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeService(self, request, context):
+        """What this server's service offers: its job kinds, each with the JSON Schema its Submit
+        request is validated against, and its sync RPCs. `paperworks services` and
+        `paperworks describe` read it, so a remote stack is discoverable from any language.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -124,6 +138,11 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.GetArtifact,
                     request_deserializer=paperworks_dot_v1_dot_jobs__pb2.GetArtifactRequest.FromString,
                     response_serializer=paperworks_dot_v1_dot_jobs__pb2.GetArtifactResponse.SerializeToString,
+            ),
+            'DescribeService': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeService,
+                    request_deserializer=paperworks_dot_v1_dot_jobs__pb2.DescribeServiceRequest.FromString,
+                    response_serializer=paperworks_dot_v1_dot_jobs__pb2.DescribeServiceResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -261,6 +280,33 @@ class JobService:
             '/paperworks.v1.JobService/GetArtifact',
             paperworks_dot_v1_dot_jobs__pb2.GetArtifactRequest.SerializeToString,
             paperworks_dot_v1_dot_jobs__pb2.GetArtifactResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeService(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/paperworks.v1.JobService/DescribeService',
+            paperworks_dot_v1_dot_jobs__pb2.DescribeServiceRequest.SerializeToString,
+            paperworks_dot_v1_dot_jobs__pb2.DescribeServiceResponse.FromString,
             options,
             channel_credentials,
             insecure,

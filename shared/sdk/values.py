@@ -1,0 +1,142 @@
+"""Request values from the command line, typed by the request's own message descriptor.
+
+`--set key=value` means what the field is: a string field takes the text as is (`text=123` stays
+"123"); `@path` reads a file (its text for a string field, its array for a Tensor field); a
+`paperworks.v1.Tensor` field takes a `.npy` file or nested JSON lists; anything else is JSON,
+falling back to the raw text. `.npy` is read and written here without numpy, so the light client
+stays light (little-endian, C-order arrays of the dtypes `paperworks.v1.DType` names).
+"""
+from __future__ import annotations
+
+import ast
+import base64
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from paperworks.shared.errors import InvalidArgument
+
+TENSOR = "paperworks.v1.Tensor"
+# DType name -> (numpy descr, struct format)
+DTYPES = {
+    "D_TYPE_FLOAT32": ("<f4", "f"), "D_TYPE_FLOAT64": ("<f8", "d"), "D_TYPE_FLOAT16": ("<f2", "e"),
+    "D_TYPE_INT64": ("<i8", "q"), "D_TYPE_INT32": ("<i4", "i"), "D_TYPE_INT8": ("|i1", "b"),
+    "D_TYPE_UINT8": ("|u1", "B"), "D_TYPE_BOOL": ("|b1", "?"),
+}
+BY_DESCR = {descr: name for name, (descr, _) in DTYPES.items()}
+MAGIC = b"\x93NUMPY"
+
+
+def _flatten(value, shape: list[int], depth: int = 0) -> list:
+    if isinstance(value, list):
+        if len(shape) <= depth:
+            shape.append(len(value))
+        elif shape[depth] != len(value):
+            raise ValueError(f"ragged nested list at depth {depth}: {shape[depth]} vs {len(value)}")
+        return [x for item in value for x in _flatten(item, shape, depth + 1)]
+    if len(shape) != depth:
+        raise ValueError("ragged nested list: a number where a list was expected")
+    return [value]
+
+
+def tensor_from_lists(value: list, dtype: str = "D_TYPE_FLOAT32") -> dict:
+    """Nested lists -> the Tensor message's JSON form."""
+    shape: list[int] = []
+    flat = _flatten(value, shape)
+    fmt = DTYPES[dtype][1]
+    data = struct.pack(f"<{len(flat)}{fmt}", *flat)
+    return {"dtype": dtype, "shape": shape, "data": base64.b64encode(data).decode()}
+
+
+def read_npy(data: bytes) -> dict:
+    """A .npy file's bytes -> the Tensor message's JSON form."""
+    if not data.startswith(MAGIC):
+        raise ValueError("not a .npy file")
+    major = data[6]
+    size_bytes = 2 if major == 1 else 4
+    header_len = int.from_bytes(data[8:8 + size_bytes], "little")
+    start = 8 + size_bytes
+    header = ast.literal_eval(data[start:start + header_len].decode("latin1"))
+    if header.get("fortran_order"):
+        raise ValueError("Fortran-order arrays are not supported: save with np.ascontiguousarray")
+    descr = header["descr"].replace("=", "<")
+    if descr not in BY_DESCR:
+        raise ValueError(f"dtype {header['descr']} is not one of {', '.join(sorted(BY_DESCR))}")
+    body = data[start + header_len:]
+    return {"dtype": BY_DESCR[descr], "shape": list(header["shape"]), "data": base64.b64encode(body).decode()}
+
+
+def write_npy(tensor: dict) -> bytes:
+    """The Tensor message's JSON form -> a .npy file's bytes."""
+    descr = DTYPES[tensor["dtype"]][0]
+    shape = tuple(int(s) for s in tensor.get("shape", []))
+    header = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape!r}, }}"
+    pad = 64 - (10 + len(header) + 1) % 64
+    header_bytes = (header + " " * pad + "\n").encode("latin1")
+    return MAGIC + bytes([1, 0]) + len(header_bytes).to_bytes(2, "little") + header_bytes + \
+        base64.b64decode(tensor.get("data", ""))
+
+
+def _file(path: str, field: str) -> bytes:
+    try:
+        return Path(path).expanduser().read_bytes()
+    except OSError as exc:
+        raise InvalidArgument(field, f"cannot read {path}: {exc.strerror}") from None
+
+
+def field_value(field: FieldDescriptor, raw: str) -> Any:
+    """One `--set` value for `field`, in the JSON form json_format.ParseDict takes."""
+    name = field.name
+    if field.type == FieldDescriptor.TYPE_STRING and not field.is_repeated:
+        return _file(raw[1:], name).decode() if raw.startswith("@") else raw
+    if field.message_type is not None and field.message_type.full_name == TENSOR:
+        try:
+            if raw.startswith("@"):
+                data = _file(raw[1:], name)
+                return read_npy(data) if data.startswith(MAGIC) else _tensor_json(json.loads(data))
+            return _tensor_json(json.loads(raw))
+        except (ValueError, KeyError, struct.error) as exc:
+            raise InvalidArgument(name, f"not a tensor (.npy, nested lists or Tensor JSON): {exc}") from None
+    if raw.startswith("@"):
+        raw = _file(raw[1:], name).decode()
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def _tensor_json(value):
+    return tensor_from_lists(value) if isinstance(value, list) else value
+
+
+def params_from_sets(descriptor: Descriptor | None, sets: list[str]) -> dict:
+    """`key=value` strings -> request parameters, each typed by its field when the request
+    message is known (unknown keys are left for the request's own check to name)."""
+    params: dict[str, Any] = {}
+    for item in sets:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InvalidArgument("--set", f"{item!r}: expected key=value")
+        field = descriptor.fields_by_name.get(key) if descriptor is not None else None
+        if field is not None:
+            params[key] = field_value(field, value)
+        else:
+            try:
+                params[key] = json.loads(value)
+            except ValueError:
+                params[key] = value
+    return params
+
+
+def integral(value):
+    """Numbers that are whole printed as integers (results travel as google.protobuf.Struct,
+    whose numbers are all doubles: `"repeat": 2.0` was `2` when the job wrote it)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [integral(v) for v in value]
+    return value
