@@ -38,6 +38,11 @@ class Settings(BaseSettings):
     )
     worker_concurrency: int = Field(default=1, ge=1, description="Task processes per worker pool.")
     artifact_root: Path | None = Field(default=None, description="Empty means state_dir/artifacts.")
+    s3_bucket: str = Field(default="", description="Artifacts and uploads in this S3 bucket (any "
+                           "S3-compatible store); empty: the filesystem under artifact_root.")
+    s3_endpoint_url: str = Field(default="", description="S3 endpoint, e.g. http://minio:9000; empty: AWS.")
+    s3_region: str = Field(default="", description="S3 region; empty: boto3's default.")
+    s3_prefix: str = Field(default="", description="Key prefix for every artifact in the bucket.")
     auth_tokens: str = Field(
         default="",
         description="Comma-separated tenant:token or tenant:sha256:<hex>; empty means dev mode.",

@@ -86,3 +86,29 @@ def client(stack):
 @pytest.fixture
 def stack_store(stack) -> JobStore:
     return JobStore(Database(stack.database_url))
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """A real S3-protocol server on loopback (moto's server mode) with one bucket; yields
+    (endpoint URL, bucket). Credentials are moto's placeholders, set in the environment the
+    boto3 clients of this process read."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+    from support import free_port_here
+
+    port = free_port_here()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    creds = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}
+    saved = {k: os.environ.get(k) for k in creds}
+    os.environ.update(creds)
+    url = f"http://127.0.0.1:{port}"
+    boto3.client("s3", endpoint_url=url).create_bucket(Bucket="paperworks-test")
+    yield url, "paperworks-test"
+    server.stop()
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v

@@ -118,3 +118,9 @@ def announced_models(client, job) -> list[str]:
     events = [e for e in client.watch(job.id, timeout=30) if e.type == jobs_pb2.JOB_EVENT_TYPE_MODEL_READY]
     assert all(attached.get(e.artifact.name) == e.artifact.sha256 and e.message for e in events), events
     return [e.artifact.name for e in events]
+
+
+def free_port_here() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import grpc
-from paperworks.shared.artifacts import ArtifactStore
+from paperworks.shared.artifacts import ArtifactStore, open_artifact_store
 from paperworks.shared.config import Settings
 from paperworks.shared.db import quotas
 from paperworks.shared.db.engine import Database
@@ -48,7 +48,7 @@ class ServiceRuntime:
             spec=spec,
             db=db,
             store=JobStore(db),
-            artifacts=ArtifactStore(settings.artifacts_dir),
+            artifacts=open_artifact_store(settings),
             auth=Authenticator(settings.auth_tokens),
         )
 

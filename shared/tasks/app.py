@@ -10,7 +10,7 @@ import logging
 
 from celery import Celery
 from celery.signals import worker_process_init
-from paperworks.shared.artifacts import ArtifactStore
+from paperworks.shared.artifacts import open_artifact_store
 from paperworks.shared.config import Settings
 from paperworks.shared.db.engine import Database
 from paperworks.shared.db.jobs import JobStore
@@ -58,7 +58,7 @@ def make_celery(settings: Settings, service_name: str) -> Celery:
     spec = service(service_name)
     db = Database(settings.sqlalchemy_url)
     store = JobStore(db)
-    artifacts = ArtifactStore(settings.artifacts_dir)
+    artifacts = open_artifact_store(settings)
 
     @worker_process_init.connect(weak=False)
     def _fresh_connections(**_):
