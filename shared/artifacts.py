@@ -79,6 +79,10 @@ class ArtifactStore:
     def size(self, sha256: str) -> int:
         return self.path(sha256).stat().st_size
 
+    def delete(self, sha256: str) -> None:
+        """Removes a blob nothing names any more (expired uploads)."""
+        self.path(sha256).unlink(missing_ok=True)
+
     def read_chunks(self, sha256: str, chunk_bytes: int) -> Iterator[bytes]:
         with open(self.path(sha256), "rb") as f:
             while chunk := f.read(chunk_bytes):
@@ -136,6 +140,10 @@ class S3ArtifactStore:
         if head is None:
             raise FileNotFoundError(f"no artifact {sha256} in s3://{self.bucket}/{self.prefix}")
         return int(head["ContentLength"])
+
+    def delete(self, sha256: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=self.key(sha256))
+        self.cache.delete(sha256)
 
     def read_chunks(self, sha256: str, chunk_bytes: int) -> Iterator[bytes]:
         body = self.client.get_object(Bucket=self.bucket, Key=self.key(sha256))["Body"]

@@ -101,6 +101,13 @@ class Settings(BaseSettings):
     tls_client_key_file: Path | None = Field(
         default=None, description="Client side: PEM private key of tls_client_cert_file."
     )
+    max_upload_bytes: int = Field(
+        default=2 * 1024**3, ge=1, description="Largest single upload (UploadArtifact); beyond is "
+        "RESOURCE_EXHAUSTED.")
+    upload_quota_bytes: int = Field(
+        default=20 * 1024**3, ge=0, description="Bytes of uploads a tenant may hold at once; 0: no limit.")
+    upload_ttl_s: float = Field(
+        default=7 * 24 * 3600, gt=0, description="Seconds an upload lives unless a job uses it.")
     max_queued_jobs_per_tenant: int = Field(
         default=0, ge=0,
         description="A tenant's QUEUED jobs per service; a submit beyond is RESOURCE_EXHAUSTED; 0: no limit.",

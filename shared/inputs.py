@@ -34,3 +34,57 @@ def server_path(path: str, service: str, field: str) -> Path:
     if root is not None and not resolved.is_relative_to(root):
         raise InvalidArgument(field, f"must lie under {data_root_variable(service)} ({root})")
     return resolved
+
+
+ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
+
+
+def is_archive(name: str) -> bool:
+    return name.lower().endswith(ARCHIVE_SUFFIXES)
+
+
+def unpack_archive(archive: Path, dest: Path, field: str, max_bytes: int = 8 * 1024**3,
+                   max_files: int = 100_000) -> Path:
+    """Unpacks a .tar/.tar.gz/.zip into `dest`, checking every member first: no absolute paths, no
+    `..`, no links or devices, at most `max_files` members and `max_bytes` unpacked. A refused
+    archive writes nothing; the refusal (INVALID_ARGUMENT on `field`) names the member."""
+    import tarfile
+    import zipfile
+
+    members: list[tuple[str, int]] = []
+    if zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as zf:
+            for info in zf.infolist():
+                mode = (info.external_attr >> 16) & 0o170000
+                if mode and mode not in (0o100000, 0o040000):
+                    raise InvalidArgument(field, f"archive member {info.filename!r} is a link or device")
+                members.append((info.filename, info.file_size))
+            _check_members(members, field, max_bytes, max_files)
+            dest.mkdir(parents=True, exist_ok=True)
+            zf.extractall(dest)
+        return dest
+    if not tarfile.is_tarfile(archive):
+        raise InvalidArgument(field, "not a .tar, .tar.gz or .zip archive")
+    with tarfile.open(archive) as tar:
+        infos = tar.getmembers()
+        for info in infos:
+            if not (info.isfile() or info.isdir()):
+                raise InvalidArgument(field, f"archive member {info.name!r} is a link or device")
+            members.append((info.name, info.size))
+        _check_members(members, field, max_bytes, max_files)
+        dest.mkdir(parents=True, exist_ok=True)
+        tar.extractall(dest, members=infos, filter="data")
+    return dest
+
+
+def _check_members(members: list[tuple[str, int]], field: str, max_bytes: int, max_files: int) -> None:
+    if len(members) > max_files:
+        raise InvalidArgument(field, f"archive has {len(members)} members, more than {max_files}")
+    total = 0
+    for name, size in members:
+        parts = Path(name).parts
+        if name.startswith(("/", "\\")) or Path(name).is_absolute() or ".." in parts or ":" in name:
+            raise InvalidArgument(field, f"archive member {name!r} points outside the archive")
+        total += size
+        if total > max_bytes:
+            raise InvalidArgument(field, f"archive unpacks to more than {max_bytes} bytes")

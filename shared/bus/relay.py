@@ -115,7 +115,8 @@ class OutboxRelay:
         return self._probe.changed()
 
     def sweep(self) -> list[str]:
-        """Re-announces stranded jobs (see JobStore.requeue_stranded)."""
+        """Re-announces stranded jobs (see JobStore.requeue_stranded) and lets expired uploads go."""
+        self.expire_uploads()
         after = self.settings.requeue_after_s
         stale = max(after, 3 * self.settings.job_lease_s)
         requeued = JobStore(self.db).requeue_stranded(self.service, after, stale)
@@ -123,6 +124,17 @@ class OutboxRelay:
             log.warning("re-announced %d stranded %s job(s): %s", len(requeued), self.service,
                         ", ".join(requeued[:5]))
         return requeued
+
+    def expire_uploads(self) -> None:
+        from paperworks.shared.artifacts import open_artifact_store
+        from paperworks.shared.db.uploads import UploadStore
+
+        orphans = UploadStore(self.db).sweep_expired()
+        if orphans:
+            store = open_artifact_store(self.settings)
+            for sha in orphans:
+                store.delete(sha)
+            log.info("expired %d upload blob(s)", len(orphans))
 
     def run(self) -> None:
         backoff = self.settings.relay_interval_s

@@ -117,6 +117,23 @@ class JobArtifact(Base):
     size_bytes: Mapped[int] = mapped_column(BigInteger)
 
 
+class Upload(Base):
+    """Bytes a tenant uploaded (UploadArtifact), for its jobs to read. Another tenant never sees
+    it; it expires at `expires_at` unless a job pinned it by using it."""
+
+    __tablename__ = "uploads"
+    __table_args__ = (Index("ix_uploads_expiry", "pinned", "expires_at"),)
+
+    tenant: Mapped[str] = mapped_column(String(128), primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(256))
+    media_type: Mapped[str] = mapped_column(String(128))
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    pinned: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 class OutboxMessage(Base):
     """A Kafka message written in the same transaction as the change it announces."""
 

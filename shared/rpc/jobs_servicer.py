@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from paperworks.shared.db.engine import CommitProbe
 from paperworks.shared.db.models import TERMINAL_STATES
 from paperworks.shared.errors import InvalidArgument, NotFound
+from paperworks.shared.rpc import uploads
 from paperworks.shared.rpc.convert import (
     PROTO_TO_STATE,
     artifact_ref,
@@ -107,6 +108,10 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
         if self._description is None:
             self._description = describe(self.rt.spec)
         return self._description
+
+    @rpc_method
+    async def UploadArtifact(self, request_iterator, context):
+        return await uploads.receive(request_iterator, tenant=self.rt.tenant(context), rt=self.rt)
 
     @rpc_method
     async def GetJob(self, request, context):

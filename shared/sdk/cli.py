@@ -197,6 +197,28 @@ def artifacts_pull(job_id: str, out: Path = typer.Option(Path("."), help="Destin
         console.print(str(p))
 
 
+@app.command()
+def upload(
+    path: Path,
+    service: str = typer.Option("", help="The service whose endpoint receives it (any: uploads are "
+                                "per tenant, not per service)."),
+    media_type: str = typer.Option("", help="e.g. application/gzip; empty: guessed from the name."),
+):
+    """Upload a file or folder (sent as .tar.gz) for your jobs; prints its sha256, which job inputs
+    name as {"upload": "<sha256>"}."""
+    client = _client()
+    with Progress(TextColumn(str(path)), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                  TimeElapsedColumn(), console=err) as bar:
+        task = bar.add_task("upload", total=None)
+        reply = _run(lambda: client.upload(path, service or None, media_type,
+                                           progress=lambda sent, total: bar.update(task, completed=sent,
+                                                                                   total=total)))
+    console.print(reply.artifact.sha256)
+    err.print(f"{reply.artifact.name}: {reply.artifact.size_bytes} bytes, expires "
+              f"{reply.expire_time.ToDatetime().isoformat(timespec='seconds')}Z unless a job uses it",
+              highlight=False)
+
+
 # --- discovery and sync calls ---------------------------------------------------------------
 
 

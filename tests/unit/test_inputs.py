@@ -29,3 +29,63 @@ def test_a_path_the_os_cannot_take_is_refused_naming_the_field():
         with pytest.raises(InvalidArgument) as exc:
             server_path(bad, "quantizer", "model.path")
         assert exc.value.field == "model.path"
+
+
+def _tar(path, members):
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        for name, kind, payload in members:
+            info = tarfile.TarInfo(name)
+            if kind == "file":
+                info.size = len(payload)
+                tar.addfile(info, io.BytesIO(payload))
+            else:
+                info.type = tarfile.SYMTYPE if kind == "symlink" else tarfile.LNKTYPE
+                info.linkname = payload
+                tar.addfile(info)
+    return path
+
+
+def test_a_safe_archive_unpacks(tmp_path):
+    import zipfile
+
+    from paperworks.shared.inputs import unpack_archive
+
+    archive = _tar(tmp_path / "model.tar.gz", [("config.json", "file", b"{}"), ("sub/w.bin", "file", b"12")])
+    out = unpack_archive(archive, tmp_path / "out", "model.upload")
+    assert (out / "config.json").read_bytes() == b"{}" and (out / "sub" / "w.bin").read_bytes() == b"12"
+    with zipfile.ZipFile(tmp_path / "data.zip", "w") as zf:
+        zf.writestr("cases/a.txt", "a")
+    assert (unpack_archive(tmp_path / "data.zip", tmp_path / "z", "f") / "cases" / "a.txt").read_text() == "a"
+
+
+@pytest.mark.parametrize("members, says", [
+    ([("/etc/evil", "file", b"x")], "points outside"),
+    ([("../evil", "file", b"x")], "points outside"),
+    ([("ok/../../evil", "file", b"x")], "points outside"),
+    ([("link", "symlink", "/etc/passwd")], "link or device"),
+    ([("hard", "hardlink", "/etc/passwd")], "link or device"),
+    ([(f"f{i}", "file", b"") for i in range(6)], "more than 5"),
+    ([("big", "file", b"x" * 2000)], "more than 1000 bytes"),
+])
+def test_unsafe_archives_are_refused_and_write_nothing(tmp_path, members, says):
+    from paperworks.shared.inputs import unpack_archive
+
+    archive = _tar(tmp_path / "bad.tar.gz", members)
+    with pytest.raises(InvalidArgument) as exc:
+        unpack_archive(archive, tmp_path / "out", "dataset.upload", max_bytes=1000, max_files=5)
+    assert exc.value.field == "dataset.upload" and says in exc.value.message
+    assert not (tmp_path / "out").exists() and not (tmp_path.parent / "evil").exists()
+
+
+def test_zip_slip_is_refused(tmp_path):
+    import zipfile
+
+    from paperworks.shared.inputs import unpack_archive
+
+    with zipfile.ZipFile(tmp_path / "slip.zip", "w") as zf:
+        zf.writestr("../../slipped.txt", "x")
+    with pytest.raises(InvalidArgument, match="points outside"):
+        unpack_archive(tmp_path / "slip.zip", tmp_path / "out", "f")

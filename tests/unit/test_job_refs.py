@@ -95,3 +95,30 @@ def test_job_context_device_is_the_setting_else_what_the_worker_sees(store, tmp_
             assert JobContext(job.id, run.token, run.attempt, store, artifacts).device == expected
         finally:
             get_settings.cache_clear()
+
+
+def test_uploads_are_per_tenant_expire_unless_pinned_and_respect_the_quota(store, tmp_path):
+    import time
+
+    from paperworks.shared.db.uploads import UploadStore
+
+    uploads = UploadStore(store.db)
+    a, b = "a" * 64, "b" * 64
+    uploads.record("t1", a, "x.bin", "application/octet-stream", 10, ttl_s=3600, quota_bytes=25)
+    uploads.record("t1", a, "x.bin", "application/octet-stream", 10, ttl_s=3600, quota_bytes=25)  # again
+    assert uploads.held_bytes("t1") == 10 and uploads.get("t1", a, "f").name == "x.bin"
+    with pytest.raises(NotFound):
+        uploads.get("t2", a, "f")
+    with pytest.raises(QuotaExceeded):
+        uploads.record("t1", b, "y.bin", "application/octet-stream", 20, ttl_s=3600, quota_bytes=25)
+    uploads.record("t2", a, "x.bin", "application/octet-stream", 10, ttl_s=0.01)
+    uploads.record("t2", b, "y.bin", "application/octet-stream", 10, ttl_s=0.01)
+    uploads.pin("t2", b)
+    time.sleep(0.05)
+    with pytest.raises(NotFound):
+        uploads.get("t2", a, "f")  # expired
+    assert uploads.get("t2", b, "f").pinned  # a job uses it: it stays
+    assert uploads.sweep_expired() == []  # a is still t1's upload: its blob stays
+    uploads.record("t1", a, "x.bin", "application/octet-stream", 10, ttl_s=0.01)
+    time.sleep(0.05)
+    assert uploads.sweep_expired() == [a]

@@ -100,6 +100,32 @@ class JobEvent(_message.Message):
     time: _timestamp_pb2.Timestamp
     def __init__(self, job_id: _Optional[str] = ..., seq: _Optional[int] = ..., type: _Optional[_Union[JobEventType, str]] = ..., state: _Optional[_Union[JobState, str]] = ..., progress: _Optional[_Union[_common_pb2.Progress, _Mapping]] = ..., message: _Optional[str] = ..., artifact: _Optional[_Union[_common_pb2.ArtifactRef, _Mapping]] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
+class UploadHeader(_message.Message):
+    __slots__ = ("name", "media_type", "sha256")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MEDIA_TYPE_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    media_type: str
+    sha256: str
+    def __init__(self, name: _Optional[str] = ..., media_type: _Optional[str] = ..., sha256: _Optional[str] = ...) -> None: ...
+
+class UploadArtifactRequest(_message.Message):
+    __slots__ = ("header", "data")
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    header: UploadHeader
+    data: bytes
+    def __init__(self, header: _Optional[_Union[UploadHeader, _Mapping]] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class UploadArtifactResponse(_message.Message):
+    __slots__ = ("artifact", "expire_time")
+    ARTIFACT_FIELD_NUMBER: _ClassVar[int]
+    EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    artifact: _common_pb2.ArtifactRef
+    expire_time: _timestamp_pb2.Timestamp
+    def __init__(self, artifact: _Optional[_Union[_common_pb2.ArtifactRef, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
 class DescribeServiceRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

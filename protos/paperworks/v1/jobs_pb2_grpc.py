@@ -64,6 +64,11 @@ class JobServiceStub:
                 request_serializer=paperworks_dot_v1_dot_jobs__pb2.DescribeServiceRequest.SerializeToString,
                 response_deserializer=paperworks_dot_v1_dot_jobs__pb2.DescribeServiceResponse.FromString,
                 _registered_method=True)
+        self.UploadArtifact = channel.stream_unary(
+                '/paperworks.v1.JobService/UploadArtifact',
+                request_serializer=paperworks_dot_v1_dot_jobs__pb2.UploadArtifactRequest.SerializeToString,
+                response_deserializer=paperworks_dot_v1_dot_jobs__pb2.UploadArtifactResponse.FromString,
+                _registered_method=True)
 
 
 class JobServiceServicer:
@@ -111,6 +116,17 @@ class JobServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UploadArtifact(self, request_iterator, context):
+        """Stores bytes for this tenant's jobs: the first message is the header, the rest carry the
+        bytes in order. Content-addressed (the reply's sha256 names it in later requests), owned
+        by the tenant (another tenant's sha256 is NOT_FOUND), at most PAPERWORKS_MAX_UPLOAD_BYTES,
+        counted against the tenant's upload quota, expiring after PAPERWORKS_UPLOAD_TTL_S unless
+        a job uses it. A folder travels as a .tar, .tar.gz or .zip archive.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -143,6 +159,11 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.DescribeService,
                     request_deserializer=paperworks_dot_v1_dot_jobs__pb2.DescribeServiceRequest.FromString,
                     response_serializer=paperworks_dot_v1_dot_jobs__pb2.DescribeServiceResponse.SerializeToString,
+            ),
+            'UploadArtifact': grpc.stream_unary_rpc_method_handler(
+                    servicer.UploadArtifact,
+                    request_deserializer=paperworks_dot_v1_dot_jobs__pb2.UploadArtifactRequest.FromString,
+                    response_serializer=paperworks_dot_v1_dot_jobs__pb2.UploadArtifactResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -307,6 +328,33 @@ class JobService:
             '/paperworks.v1.JobService/DescribeService',
             paperworks_dot_v1_dot_jobs__pb2.DescribeServiceRequest.SerializeToString,
             paperworks_dot_v1_dot_jobs__pb2.DescribeServiceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UploadArtifact(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/paperworks.v1.JobService/UploadArtifact',
+            paperworks_dot_v1_dot_jobs__pb2.UploadArtifactRequest.SerializeToString,
+            paperworks_dot_v1_dot_jobs__pb2.UploadArtifactResponse.FromString,
             options,
             channel_credentials,
             insecure,
