@@ -35,13 +35,32 @@ def _decoder(parse):
 class DecodeInterceptor(grpc.aio.ServerInterceptor):
     async def intercept_service(self, continuation, details):
         handler = await continuation(details)
-        if handler is None or handler.request_streaming or handler.request_deserializer is None:
+        if handler is None or handler.request_deserializer is None:
             return handler
         kwargs = dict(request_deserializer=_decoder(handler.request_deserializer),
                       response_serializer=handler.response_serializer)
+        if handler.stream_unary:
+            return grpc.stream_unary_rpc_method_handler(_guard_stream_in(handler.stream_unary), **kwargs)
+        if handler.request_streaming:
+            return handler
         if handler.unary_unary:
             return grpc.unary_unary_rpc_method_handler(_guard(handler.unary_unary), **kwargs)
         return grpc.unary_stream_rpc_method_handler(_guard(handler.unary_stream), **kwargs)
+
+
+def _guard_stream_in(inner):
+    """A client stream's undecodable message aborts the call with INVALID_ARGUMENT."""
+
+    async def call(requests, context):
+        async def decoded():
+            async for request in requests:
+                if isinstance(request, Undecodable):
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.message)
+                yield request
+
+        return await inner(decoded(), context)
+
+    return call
 
 
 def _guard(inner):
