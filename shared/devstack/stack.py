@@ -122,7 +122,10 @@ class EmbeddedStack:
         return port
 
     def _plan(self) -> StackState:
-        env = {k: v for k, v in self.environ.items()}
+        # The stack's own settings only: the rest of the environment (API keys a worker's model
+        # backends read, AWS_* credentials, PATH) reaches the processes when they start but is never
+        # written to the state folder (`_component_env`).
+        env = {k: v for k, v in self.environ.items() if k.startswith("PAPERWORKS_")}
         env["PAPERWORKS_STATE_DIR"] = str(self.settings.state_dir)
         # `python -m` would put the working directory first on sys.path; from a checkout that makes
         # its kernels/ folder shadow the `kernels` package transformers imports.
@@ -166,7 +169,8 @@ class EmbeddedStack:
         return state
 
     def _component_env(self, comp: Component) -> dict[str, str]:
-        env = dict(self.state.env)
+        env = {**{k: v for k, v in self.environ.items() if not k.startswith("PAPERWORKS_")},
+               **self.state.env}
         if comp.name.endswith(".server"):
             env["PAPERWORKS_GRPC_PORT"] = str(comp.port)
             service_name = comp.name.removesuffix(".server")

@@ -132,3 +132,25 @@ def test_discovery_sync_calls_and_script_friendly_listing(cli, tmp_path):
     got = json.loads(run("get", prefix).stdout)
     assert got["id"] == job_id
     assert got["result"]["steps"] == 2 and isinstance(got["result"]["steps"], int)  # not 2.0
+
+
+def test_the_state_folder_keeps_no_secret_of_the_environment(tmp_path):
+    """stack.json keeps the stack's own PAPERWORKS_* settings only; a key in the user's environment
+    still reaches the workers (their model backends read it) but is never written to disk."""
+    env = {**clean_environ(), "PAPERWORKS_STATE_DIR": str(tmp_path), "OPENAI_API_KEY": "sk-never-on-disk",
+           "PAPERWORKS_KAFKA_SESSION_TIMEOUT_MS": "3000"}
+    cli = [sys.executable, "-m", "paperworks.shared.sdk.cli"]
+    up = subprocess.run([*cli, "up", "--service", "ops"], env=env, capture_output=True, text=True,
+                        timeout=180)
+    try:
+        assert up.returncode == 0, up.stderr
+        saved = (tmp_path / "stack.json").read_text()
+        assert "sk-never-on-disk" not in saved and "OPENAI_API_KEY" not in saved
+        state = json.loads(saved)
+        assert all(k.startswith("PAPERWORKS_") or k == "PYTHONSAFEPATH" for k in state["env"])
+        worker = state["components"]["ops.worker"]["pid"]
+        assert b"OPENAI_API_KEY=sk-never-on-disk" in Path(f"/proc/{worker}/environ").read_bytes()
+        logs = b"".join(p.read_bytes() for p in tmp_path.rglob("*.log"))
+        assert b"sk-never-on-disk" not in logs
+    finally:
+        subprocess.run([*cli, "down"], env=env, timeout=120)
