@@ -101,6 +101,12 @@ class Settings(BaseSettings):
     tls_client_key_file: Path | None = Field(
         default=None, description="Client side: PEM private key of tls_client_cert_file."
     )
+    model_endpoints: str = Field(
+        default="", description="Model endpoints tenants may name: JSON (or @file) of name -> {url, "
+        "api_key_env, tenants}; keys are sent to these only.")
+    raw_model_urls: str = Field(
+        default="", description="Raw model URLs in tenants' requests: any, public (no loopback, link-local "
+        "or private ranges, never with a key) or none; empty: any in dev mode, public with auth tokens.")
     max_upload_bytes: int = Field(
         default=2 * 1024**3, ge=1, description="Largest single upload (UploadArtifact); beyond is "
         "RESOURCE_EXHAUSTED.")

@@ -10,19 +10,22 @@ from __future__ import annotations
 from typing import Literal
 from urllib.parse import urlparse
 
+from paperworks.shared.backends import endpoints
 from paperworks.shared.backends.errors import InvalidModel
 from paperworks.shared.backends.ref import ModelRef
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 
 class ModelSpec(BaseModel):
-    """A model: an OpenAI-compatible endpoint (`url` with /v1, `model`; `api` chat, the default,
-    or the legacy completions route), or a local `hf` / `tiny` directory (`path`). `api_key_env`
-    names the environment variable that holds the key."""
+    """A model: an OpenAI-compatible server (`model`, and either `endpoint`, a name the operator
+    declared with its URL and key, or a raw `url` with /v1 where the operator allows it; `api`
+    chat, the default, or the legacy completions route), or a local `hf` / `tiny` directory
+    (`path`). `api_key_env` (dev mode only) names the environment variable that holds the key."""
 
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["openai", "hf", "tiny"]
+    endpoint: str = Field(default="", max_length=128)
     path: str = Field(default="", max_length=4096, validate_default=True)
     url: str = Field(default="", validate_default=True)
     model: str = Field(default="", validate_default=True)
@@ -46,7 +49,7 @@ class ModelSpec(BaseModel):
     def _http_url(cls, value: str, info: ValidationInfo) -> str:
         parsed = urlparse(value)
         web = parsed.scheme in ("http", "https") and parsed.netloc
-        if info.data.get("kind") == "openai" and not web:
+        if info.data.get("kind") == "openai" and not web and not info.data.get("endpoint"):
             raise ValueError(f"needs an http(s) base URL like http://host:8000/v1, got {value!r}")
         return value
 
@@ -56,6 +59,18 @@ class ModelSpec(BaseModel):
         if info.data.get("kind") == "openai" and not value:
             raise ValueError("an openai endpoint needs the served model name")
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _endpoint_or_url(cls, data):
+        if isinstance(data, dict) and data.get("endpoint"):
+            for field in ("url", "api_key_env"):
+                if data.get(field):
+                    raise ValueError(f"{field}: an operator endpoint brings its own {field}; set one "
+                                     "of endpoint and url")
+            if data.get("kind", "openai") != "openai":
+                raise ValueError("endpoint: only openai models are named by endpoint")
+        return data
 
     @model_validator(mode="after")
     def _usable(self):
@@ -67,13 +82,21 @@ class ModelSpec(BaseModel):
         return self
 
     def ref(self) -> ModelRef:
-        """The backends' model reference (raises InvalidModel naming the field)."""
+        """The backends' model reference (raises InvalidModel naming the field), after the
+        operator's endpoint policy: a named endpoint brings its URL and key; a raw URL must be
+        one the policy allows (`paperworks.shared.backends.endpoints`)."""
+        url, key_env = self.url, self.api_key_env
+        if self.kind == "openai" and self.endpoint:
+            declared = endpoints.endpoint(self.endpoint, endpoints.current_tenant())
+            url, key_env = declared.url, declared.api_key_env or ""
+        elif self.kind == "openai":
+            endpoints.check_raw_url(self.url, self.api_key_env)
         return ModelRef(
             kind=self.kind,
             path=self.path or None,
-            url=self.url or None,
+            url=url or None,
             model=self.model or None,
-            api_key_env=self.api_key_env or None,
+            api_key_env=key_env or None,
             timeout_s=self.timeout_s,
             max_retries=self.max_retries,
             max_concurrency=self.max_concurrency,

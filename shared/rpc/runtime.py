@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import grpc
 from paperworks.shared.artifacts import ArtifactStore, open_artifact_store
+from paperworks.shared.backends import endpoints
 from paperworks.shared.config import Settings
 from paperworks.shared.db import quotas
 from paperworks.shared.db.engine import Database
@@ -53,7 +54,10 @@ class ServiceRuntime:
         )
 
     def tenant(self, context: grpc.aio.ServicerContext) -> str:
-        return self.auth.tenant_of(context)
+        """The caller's tenant; also the tenant model endpoints are resolved for in this call."""
+        tenant = self.auth.tenant_of(context)
+        endpoints.TENANT.set(tenant)
+        return tenant
 
     async def submit(self, context, kind_name: str, request) -> jobs_pb2.Job:
         tenant = self.tenant(context)

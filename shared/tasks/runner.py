@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from paperworks.shared.artifacts import ArtifactStore
+from paperworks.shared.backends import endpoints
 from paperworks.shared.db.jobs import Acquired, Busy, JobStore, LeaseLost, error_dict
 from paperworks.shared.db.models import CANCELLED, FAILED, SUCCEEDED
 from paperworks.shared.errors import PaperworksError, TransientError
@@ -124,6 +125,7 @@ def run_job(
         return Outcome(claim.state, "nothing to run")
     ctx = JobContext(job_id, claim.token, claim.attempt, store, artifacts)
     try:
+        endpoints.TENANT.set(lambda: ctx.tenant)  # model endpoints resolve for the job's tenant
         kind = spec.kind(claim.kind)
         params = kind.params.model_validate(claim.params)
         handler = load(kind.handler)

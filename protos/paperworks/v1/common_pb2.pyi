@@ -87,7 +87,7 @@ class ErrorDetail(_message.Message):
     def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., field_violations: _Optional[_Iterable[_Union[FieldViolation, _Mapping]]] = ..., retryable: _Optional[bool] = ...) -> None: ...
 
 class ModelSpec(_message.Message):
-    __slots__ = ("kind", "path", "url", "model", "api_key_env", "timeout_s", "max_retries", "max_concurrency", "api")
+    __slots__ = ("kind", "path", "url", "model", "api_key_env", "timeout_s", "max_retries", "max_concurrency", "api", "endpoint")
     KIND_FIELD_NUMBER: _ClassVar[int]
     PATH_FIELD_NUMBER: _ClassVar[int]
     URL_FIELD_NUMBER: _ClassVar[int]
@@ -97,6 +97,7 @@ class ModelSpec(_message.Message):
     MAX_RETRIES_FIELD_NUMBER: _ClassVar[int]
     MAX_CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
     API_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     kind: str
     path: str
     url: str
@@ -106,4 +107,5 @@ class ModelSpec(_message.Message):
     max_retries: int
     max_concurrency: int
     api: str
-    def __init__(self, kind: _Optional[str] = ..., path: _Optional[str] = ..., url: _Optional[str] = ..., model: _Optional[str] = ..., api_key_env: _Optional[str] = ..., timeout_s: _Optional[float] = ..., max_retries: _Optional[int] = ..., max_concurrency: _Optional[int] = ..., api: _Optional[str] = ...) -> None: ...
+    endpoint: str
+    def __init__(self, kind: _Optional[str] = ..., path: _Optional[str] = ..., url: _Optional[str] = ..., model: _Optional[str] = ..., api_key_env: _Optional[str] = ..., timeout_s: _Optional[float] = ..., max_retries: _Optional[int] = ..., max_concurrency: _Optional[int] = ..., api: _Optional[str] = ..., endpoint: _Optional[str] = ...) -> None: ...

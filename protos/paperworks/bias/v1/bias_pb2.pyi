@@ -9,7 +9,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ModelSpec(_message.Message):
-    __slots__ = ("kind", "path", "url", "model", "api_key_env", "timeout_s", "max_retries", "max_concurrency", "builtin", "options", "api")
+    __slots__ = ("kind", "path", "url", "model", "api_key_env", "timeout_s", "max_retries", "max_concurrency", "builtin", "options", "api", "endpoint")
     KIND_FIELD_NUMBER: _ClassVar[int]
     PATH_FIELD_NUMBER: _ClassVar[int]
     URL_FIELD_NUMBER: _ClassVar[int]
@@ -21,6 +21,7 @@ class ModelSpec(_message.Message):
     BUILTIN_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     API_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     kind: str
     path: str
     url: str
@@ -32,7 +33,8 @@ class ModelSpec(_message.Message):
     builtin: str
     options: _struct_pb2.Struct
     api: str
-    def __init__(self, kind: _Optional[str] = ..., path: _Optional[str] = ..., url: _Optional[str] = ..., model: _Optional[str] = ..., api_key_env: _Optional[str] = ..., timeout_s: _Optional[float] = ..., max_retries: _Optional[int] = ..., max_concurrency: _Optional[int] = ..., builtin: _Optional[str] = ..., options: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., api: _Optional[str] = ...) -> None: ...
+    endpoint: str
+    def __init__(self, kind: _Optional[str] = ..., path: _Optional[str] = ..., url: _Optional[str] = ..., model: _Optional[str] = ..., api_key_env: _Optional[str] = ..., timeout_s: _Optional[float] = ..., max_retries: _Optional[int] = ..., max_concurrency: _Optional[int] = ..., builtin: _Optional[str] = ..., options: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., api: _Optional[str] = ..., endpoint: _Optional[str] = ...) -> None: ...
 
 class OptionForms(_message.Message):
     __slots__ = ("options",)
@@ -71,7 +73,7 @@ class TaxonomySpec(_message.Message):
     def __init__(self, attributes: _Optional[_Iterable[_Union[AttributeSpec, _Mapping]]] = ..., topics: _Optional[_Iterable[_Union[TopicSpec, _Mapping]]] = ...) -> None: ...
 
 class SubmitGenerateBenchmarkRequest(_message.Message):
-    __slots__ = ("target", "judge", "generator", "second_judge", "taxonomy", "attributes", "strategy", "budget_target_calls", "seed_questions", "population_size", "children_per_generation", "operators", "relevance_gate", "dedup_threshold", "judge_retries", "benchmark_size", "agreement_sample", "bias_threshold", "concurrency", "max_new_tokens", "seed", "idempotency_key")
+    __slots__ = ("target", "judge", "generator", "second_judge", "taxonomy", "attributes", "strategy", "budget_target_calls", "seed_questions", "population_size", "children_per_generation", "operators", "relevance_gate", "dedup_threshold", "judge_retries", "benchmark_size", "agreement_sample", "bias_threshold", "concurrency", "max_new_tokens", "seed", "idempotency_key", "max_per_cell", "fresh_per_generation")
     TARGET_FIELD_NUMBER: _ClassVar[int]
     JUDGE_FIELD_NUMBER: _ClassVar[int]
     GENERATOR_FIELD_NUMBER: _ClassVar[int]
@@ -94,6 +96,8 @@ class SubmitGenerateBenchmarkRequest(_message.Message):
     MAX_NEW_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    MAX_PER_CELL_FIELD_NUMBER: _ClassVar[int]
+    FRESH_PER_GENERATION_FIELD_NUMBER: _ClassVar[int]
     target: ModelSpec
     judge: ModelSpec
     generator: ModelSpec
@@ -116,7 +120,9 @@ class SubmitGenerateBenchmarkRequest(_message.Message):
     max_new_tokens: int
     seed: int
     idempotency_key: str
-    def __init__(self, target: _Optional[_Union[ModelSpec, _Mapping]] = ..., judge: _Optional[_Union[ModelSpec, _Mapping]] = ..., generator: _Optional[_Union[ModelSpec, _Mapping]] = ..., second_judge: _Optional[_Union[ModelSpec, _Mapping]] = ..., taxonomy: _Optional[_Union[TaxonomySpec, _Mapping]] = ..., attributes: _Optional[_Iterable[str]] = ..., strategy: _Optional[str] = ..., budget_target_calls: _Optional[int] = ..., seed_questions: _Optional[int] = ..., population_size: _Optional[int] = ..., children_per_generation: _Optional[int] = ..., operators: _Optional[_Iterable[str]] = ..., relevance_gate: _Optional[int] = ..., dedup_threshold: _Optional[float] = ..., judge_retries: _Optional[int] = ..., benchmark_size: _Optional[int] = ..., agreement_sample: _Optional[int] = ..., bias_threshold: _Optional[int] = ..., concurrency: _Optional[int] = ..., max_new_tokens: _Optional[int] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    max_per_cell: int
+    fresh_per_generation: int
+    def __init__(self, target: _Optional[_Union[ModelSpec, _Mapping]] = ..., judge: _Optional[_Union[ModelSpec, _Mapping]] = ..., generator: _Optional[_Union[ModelSpec, _Mapping]] = ..., second_judge: _Optional[_Union[ModelSpec, _Mapping]] = ..., taxonomy: _Optional[_Union[TaxonomySpec, _Mapping]] = ..., attributes: _Optional[_Iterable[str]] = ..., strategy: _Optional[str] = ..., budget_target_calls: _Optional[int] = ..., seed_questions: _Optional[int] = ..., population_size: _Optional[int] = ..., children_per_generation: _Optional[int] = ..., operators: _Optional[_Iterable[str]] = ..., relevance_gate: _Optional[int] = ..., dedup_threshold: _Optional[float] = ..., judge_retries: _Optional[int] = ..., benchmark_size: _Optional[int] = ..., agreement_sample: _Optional[int] = ..., bias_threshold: _Optional[int] = ..., concurrency: _Optional[int] = ..., max_new_tokens: _Optional[int] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., max_per_cell: _Optional[int] = ..., fresh_per_generation: _Optional[int] = ...) -> None: ...
 
 class SubmitGenerateBenchmarkResponse(_message.Message):
     __slots__ = ("job",)
