@@ -1,8 +1,12 @@
-"""Server paths a job may read: one guard for every service.
+"""Inputs a job reads: server paths under a data root, uploads, other jobs' artifacts, S3 objects.
 
-A request may name a file or folder on the server (a dataset, a model directory, a volume).
-`PAPERWORKS_<SERVICE>_DATA_ROOT`, when set, is the only folder such paths may point into; the
-refusal names the request field. (Uploads and artifact-store URIs are the other ways in.)
+A request names a file or folder one of four ways (`InputRef`): an upload of the tenant's
+(UploadArtifact), an artifact of one of the tenant's SUCCEEDED jobs, an `s3://` object in a bucket
+the operator lists, or a path on the server. Server paths must lie under the data root
+(`PAPERWORKS_DATA_ROOT`, or `PAPERWORKS_<SERVICE>_DATA_ROOT` for one service; symlinks followed);
+with auth tokens configured and no root, server paths are refused, and in dev mode (no tokens)
+the root is the working directory of the process. A refused path reads the same whether it exists
+or not. Archives (.tar, .tar.gz, .zip) unpack only after every member is checked.
 """
 from __future__ import annotations
 
@@ -17,22 +21,33 @@ def data_root_variable(service: str) -> str:
 
 
 def data_root(service: str) -> Path | None:
-    value = os.environ.get(data_root_variable(service), "")
-    return Path(value).expanduser().resolve() if value else None
+    """The folder server paths must lie in: the service's own root, else the common one; in dev
+    mode (no auth tokens) the working directory; None where server paths are refused."""
+    value = os.environ.get(data_root_variable(service), "") or os.environ.get("PAPERWORKS_DATA_ROOT", "")
+    if value:
+        return Path(value).expanduser().resolve()
+    if os.environ.get("PAPERWORKS_AUTH_TOKENS", "").strip():
+        return None
+    return Path.cwd().resolve()
 
 
 def server_path(path: str, service: str, field: str) -> Path:
-    """`path` resolved, refused unless it lies under the service's data root (when one is set).
+    """`path` resolved (symlinks followed), refused unless it lies under the data root. The
+    refusal is the same whether the path exists or not, so nothing about the file system leaks.
     A path the OS cannot take (a NUL byte, a name too long, an unknown ~user) is refused too."""
+    root = data_root(service)
+    if root is None:
+        raise InvalidArgument(field, "server paths are not accepted here (no data root is configured): "
+                              "upload the file, or name an artifact or an s3:// object")
     try:
         resolved = Path(path).expanduser().resolve()
         resolved.exists()  # raises for names the file system refuses (ENAMETOOLONG)
     except (ValueError, OSError, RuntimeError) as exc:
         why = getattr(exc, "strerror", None) or exc
         raise InvalidArgument(field, f"{path[:200]!r} is not a usable path: {why}") from None
-    root = data_root(service)
-    if root is not None and not resolved.is_relative_to(root):
-        raise InvalidArgument(field, f"must lie under {data_root_variable(service)} ({root})")
+    if not resolved.is_relative_to(root):
+        raise InvalidArgument(field, f"must lie under the data root ({data_root_variable(service)} or "
+                              "PAPERWORKS_DATA_ROOT)")
     return resolved
 
 

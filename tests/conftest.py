@@ -22,6 +22,11 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import pytest
+
+# Server paths are confined to a data root (dev mode: the working directory). The tests read
+# from their own temporary folders, so the whole file system is their root; the guard itself is
+# tested with narrow roots (tests/unit/test_inputs.py).
+os.environ.setdefault("PAPERWORKS_DATA_ROOT", "/")
 from paperworks.shared.db.engine import Database
 from paperworks.shared.db.jobs import JobStore
 from paperworks.shared.db.migrate import upgrade

@@ -52,6 +52,7 @@ def stack_environ(state_dir: Path, **extra: str) -> dict[str, str]:
         PAPERWORKS_LOG_LEVEL="INFO",
         # the tests' OpenAI-compatible servers listen on loopback, which auth mode refuses by default
         PAPERWORKS_RAW_MODEL_URLS="any",
+        PAPERWORKS_DATA_ROOT="/",  # the tests' inputs live in temporary folders
     )
     env.update(extra)
     return env

@@ -7,21 +7,45 @@ from paperworks.shared.errors import InvalidArgument
 from paperworks.shared.inputs import server_path
 
 
-def test_paths_are_free_without_a_root_and_confined_with_one(tmp_path, monkeypatch):
+def test_paths_are_confined_to_the_data_root(tmp_path, monkeypatch):
     root, outside = tmp_path / "root", tmp_path / "outside"
     root.mkdir(), outside.mkdir()
     (root / "escape").symlink_to(outside)
-    monkeypatch.delenv("PAPERWORKS_URBAN_DATA_ROOT", raising=False)
-    assert server_path(str(outside), "urban", "dataset.path") == outside.resolve()
-
+    monkeypatch.delenv("PAPERWORKS_DATA_ROOT", raising=False)
     monkeypatch.setenv("PAPERWORKS_URBAN_DATA_ROOT", str(root))
     assert server_path(str(root / "city"), "urban", "dataset.path") == (root / "city").resolve()
     for sneaky in (outside, root / ".." / "outside", root / "escape" / "x"):
         with pytest.raises(InvalidArgument) as exc:
             server_path(str(sneaky), "urban", "dataset.path")
         assert exc.value.field == "dataset.path" and "PAPERWORKS_URBAN_DATA_ROOT" in exc.value.message
-    # another service's root does not confine this one
-    assert server_path(str(outside), "router", "local.model.path") == outside.resolve()
+        assert str(root) not in exc.value.message  # the server's layout is not told
+    # the common root serves every service; a service's own root overrides it
+    monkeypatch.setenv("PAPERWORKS_DATA_ROOT", str(outside))
+    assert server_path(str(outside / "m"), "router", "local.model.path") == (outside / "m").resolve()
+    with pytest.raises(InvalidArgument):
+        server_path(str(outside / "m"), "urban", "dataset.path")
+
+
+def test_with_auth_and_no_root_server_paths_are_refused_alike(tmp_path, monkeypatch):
+    monkeypatch.delenv("PAPERWORKS_DATA_ROOT", raising=False)
+    monkeypatch.delenv("PAPERWORKS_QUANTIZER_DATA_ROOT", raising=False)
+    monkeypatch.setenv("PAPERWORKS_AUTH_TOKENS", "t1:secret")
+    (tmp_path / "exists").mkdir()
+    messages = set()
+    for probe in ("/root/.bashrc", "/etc/passwd", str(tmp_path / "exists"), str(tmp_path / "missing")):
+        with pytest.raises(InvalidArgument) as exc:
+            server_path(probe, "quantizer", "model.path")
+        messages.add(exc.value.message)
+    assert len(messages) == 1 and "not accepted" in messages.pop()
+
+
+def test_dev_mode_reads_under_the_working_directory(tmp_path, monkeypatch):
+    for name in ("PAPERWORKS_DATA_ROOT", "PAPERWORKS_AUTH_TOKENS", "PAPERWORKS_URBAN_DATA_ROOT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert server_path("data/city", "urban", "dataset.path") == (tmp_path / "data" / "city").resolve()
+    with pytest.raises(InvalidArgument):
+        server_path("/etc/passwd", "urban", "dataset.path")
 
 
 def test_a_path_the_os_cannot_take_is_refused_naming_the_field():
