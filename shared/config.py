@@ -101,6 +101,11 @@ class Settings(BaseSettings):
     tls_client_key_file: Path | None = Field(
         default=None, description="Client side: PEM private key of tls_client_cert_file."
     )
+    data_root: str = Field(
+        default="", description="Server paths in requests must lie under it (PAPERWORKS_<SERVICE>_DATA_ROOT "
+        "overrides it for one service); empty: refused with auth tokens, the working directory in dev mode.")
+    input_s3_buckets: str = Field(
+        default="", description="Comma-separated buckets whose s3:// objects requests may name as inputs.")
     model_endpoints: str = Field(
         default="", description="Model endpoints tenants may name: JSON (or @file) of name -> {url, "
         "api_key_env, tenants}; keys are sent to these only.")

@@ -10,10 +10,14 @@ or not. Archives (.tar, .tar.gz, .zip) unpack only after every member is checked
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 from paperworks.shared.errors import InvalidArgument
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 def data_root_variable(service: str) -> str:
@@ -103,3 +107,97 @@ def _check_members(members: list[tuple[str, int]], field: str, max_bytes: int, m
         total += size
         if total > max_bytes:
             raise InvalidArgument(field, f"archive unpacks to more than {max_bytes} bytes")
+
+
+class JobArtifactParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    job_id: str = Field(min_length=1, max_length=96)
+    name: str = Field(min_length=1, max_length=256)
+
+
+class InputRefParams(BaseModel):
+    """`paperworks.v1.InputRef` as job parameters: exactly one source."""
+
+    model_config = ConfigDict(extra="forbid")
+    upload: str = Field(default="", pattern=r"^([0-9a-f]{64})?$")
+    artifact: JobArtifactParams | None = None
+    uri: str = Field(default="", max_length=2048, pattern=r"^(s3://[^/]+/.+)?$")
+    path: str = Field(default="", max_length=4096)
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        chosen = [n for n in ("upload", "artifact", "uri", "path") if getattr(self, n)]
+        if len(chosen) != 1:
+            raise ValueError("set exactly one of upload, artifact, uri and path")
+        return self
+
+
+def resolve_input(ref: InputRefParams, ctx, service: str, field: str, *, unpack: bool = False) -> Path:
+    """A local file (or, with `unpack`, a folder for an archive) holding the input `ref` names,
+    for the job `ctx` runs; every refusal names `field` and its source."""
+    from paperworks.shared.config import get_settings
+
+    cache = Path(get_settings().state_dir) / "inputs"
+    if ref.path:
+        return server_path(ref.path, service, f"{field}.path")
+    if ref.upload:
+        from paperworks.shared.db.uploads import UploadStore
+
+        uploads = UploadStore(ctx.store.db)
+        upload = uploads.get(ctx.tenant, ref.upload, f"{field}.upload")
+        uploads.pin(ctx.tenant, ref.upload)
+        return _materialize(ctx.artifacts.path(ref.upload), ref.upload, upload.name, cache, unpack,
+                            f"{field}.upload")
+    if ref.artifact is not None:
+        from paperworks.shared.job_refs import artifact_sha, finished_job
+
+        where = f"{field}.artifact"
+        job = finished_job(ctx.store, ctx.tenant, service, ref.artifact.job_id, f"{where}.job_id")
+        sha = artifact_sha(ctx.store, job.id, ref.artifact.name, f"{where}.name")
+        return _materialize(ctx.artifacts.path(sha), sha, ref.artifact.name, cache, unpack, where)
+    return _materialize(*_s3_object(ref.uri, cache, f"{field}.uri"), cache, unpack, f"{field}.uri")
+
+
+def _s3_object(uri: str, cache: Path, field: str) -> tuple[Path, str, str]:
+    import hashlib
+
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    allowed = {b.strip() for b in os.environ.get("PAPERWORKS_INPUT_S3_BUCKETS", "").split(",") if b.strip()}
+    if bucket not in allowed:
+        raise InvalidArgument(field, "not a bucket inputs may come from (PAPERWORKS_INPUT_S3_BUCKETS)")
+    client = boto3.client("s3", endpoint_url=os.environ.get("PAPERWORKS_S3_ENDPOINT_URL") or None,
+                          region_name=os.environ.get("PAPERWORKS_S3_REGION") or None)
+    target = cache / "s3" / hashlib.sha256(uri.encode()).hexdigest()
+    target.mkdir(parents=True, exist_ok=True)
+    local = target / "object"
+    try:
+        client.download_file(bucket, key, str(local))
+    except (ClientError, BotoCoreError):
+        raise InvalidArgument(field, f"no readable object {uri}") from None
+    from paperworks.shared.artifacts import file_sha256
+
+    return local, file_sha256(local), Path(key).name
+
+
+def _materialize(blob: Path, sha: str, name: str, cache: Path, unpack: bool, field: str) -> Path:
+    """The blob under its own name (loaders read suffixes such as .nii.gz or .csv), or unpacked."""
+    home = cache / sha
+    if unpack and is_archive(name):
+        folder = home / "unpacked"
+        if not folder.exists():
+            staging = Path(tempfile.mkdtemp(dir=cache, prefix=".unpack-"))
+            unpack_archive(blob, staging / "tree", field)
+            home.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(OSError):  # another job unpacked it first
+                os.replace(staging / "tree", folder)
+            shutil.rmtree(staging, ignore_errors=True)
+        return folder
+    named = home / Path(name).name
+    if not named.exists():
+        home.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            named.symlink_to(blob)
+    return named

@@ -4,6 +4,8 @@ names the request field. And JobContext.submit: a follow-up job validated and qu
 Submit RPC, the same job again for the same key."""
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 from paperworks.shared.artifacts import ArtifactStore
 from paperworks.shared.errors import FailedPrecondition, InvalidArgument, NotFound, QuotaExceeded
@@ -122,3 +124,59 @@ def test_uploads_are_per_tenant_expire_unless_pinned_and_respect_the_quota(store
     uploads.record("t1", a, "x.bin", "application/octet-stream", 10, ttl_s=0.01)
     time.sleep(0.05)
     assert uploads.sweep_expired() == [a]
+
+
+def test_an_input_resolves_from_each_source_for_its_tenant_only(store, tmp_path, monkeypatch, s3_endpoint):
+    import io
+    import tarfile
+
+    import boto3
+    from paperworks.shared.config import get_settings
+    from paperworks.shared.db.uploads import UploadStore
+    from paperworks.shared.inputs import InputRefParams, resolve_input
+
+    monkeypatch.setenv("PAPERWORKS_STATE_DIR", str(tmp_path / "state"))
+    get_settings.cache_clear()
+    artifacts = ArtifactStore(tmp_path / "a")
+    earlier, _ = digest_job(store, artifacts, payload=b"model bytes")
+    current, run = digest_job(store, artifacts, finish=False)
+    ctx = JobContext(current.id, run.token, run.attempt, store, artifacts)
+    try:
+        # an upload: a file under its own name, and an archive that unpacks into a folder
+        volume = artifacts.put(b"nifti-ish")
+        UploadStore(store.db).record("t1", volume, "ct.nii.gz", "application/gzip", 9, ttl_s=3600)
+        path = resolve_input(InputRefParams(upload=volume), ctx, "ops", "image")
+        assert path.name == "ct.nii.gz" and path.read_bytes() == b"nifti-ish"
+        assert UploadStore(store.db).get("t1", volume, "f").pinned  # used by a job: kept
+        packed = io.BytesIO()
+        with tarfile.open(fileobj=packed, mode="w:gz") as tar:
+            info = tarfile.TarInfo("config.json")
+            info.size = 2
+            tar.addfile(info, io.BytesIO(b"{}"))
+        folder_sha = artifacts.put(packed.getvalue())
+        UploadStore(store.db).record("t1", folder_sha, "model.tar.gz", "application/gzip", 1, ttl_s=3600)
+        folder = resolve_input(InputRefParams(upload=folder_sha), ctx, "ops", "model", unpack=True)
+        assert (folder / "config.json").read_text() == "{}"
+        # another tenant's upload is not there
+        UploadStore(store.db).record("t2", artifacts.put(b"theirs"), "x", "y", 6, ttl_s=3600)
+        with pytest.raises(NotFound) as exc:
+            resolve_input(InputRefParams(upload=hashlib.sha256(b"theirs").hexdigest()), ctx, "ops", "image")
+        assert exc.value.field == "image.upload"
+        # an artifact of an earlier job of the tenant
+        ref = InputRefParams(artifact={"job_id": earlier.id, "name": "model.bin"})
+        assert resolve_input(ref, ctx, "ops", "model").read_bytes() == b"model bytes"
+        # an s3:// object, only from a listed bucket
+        url, bucket = s3_endpoint
+        monkeypatch.setenv("PAPERWORKS_S3_ENDPOINT_URL", url)
+        boto3.client("s3", endpoint_url=url).put_object(Bucket=bucket, Key="data/cases.csv", Body=b"a,b")
+        with pytest.raises(InvalidArgument) as exc:
+            resolve_input(InputRefParams(uri=f"s3://{bucket}/data/cases.csv"), ctx, "ops", "dataset")
+        assert exc.value.field == "dataset.uri"
+        monkeypatch.setenv("PAPERWORKS_INPUT_S3_BUCKETS", bucket)
+        got = resolve_input(InputRefParams(uri=f"s3://{bucket}/data/cases.csv"), ctx, "ops", "dataset")
+        assert got.name == "cases.csv" and got.read_bytes() == b"a,b"
+        # exactly one source
+        with pytest.raises(ValueError):
+            InputRefParams(upload=volume, path="/x")
+    finally:
+        get_settings.cache_clear()

@@ -109,3 +109,23 @@ class ModelSpec(_message.Message):
     api: str
     endpoint: str
     def __init__(self, kind: _Optional[str] = ..., path: _Optional[str] = ..., url: _Optional[str] = ..., model: _Optional[str] = ..., api_key_env: _Optional[str] = ..., timeout_s: _Optional[float] = ..., max_retries: _Optional[int] = ..., max_concurrency: _Optional[int] = ..., api: _Optional[str] = ..., endpoint: _Optional[str] = ...) -> None: ...
+
+class JobArtifactRef(_message.Message):
+    __slots__ = ("job_id", "name")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    name: str
+    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class InputRef(_message.Message):
+    __slots__ = ("upload", "artifact", "uri", "path")
+    UPLOAD_FIELD_NUMBER: _ClassVar[int]
+    ARTIFACT_FIELD_NUMBER: _ClassVar[int]
+    URI_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    upload: str
+    artifact: JobArtifactRef
+    uri: str
+    path: str
+    def __init__(self, upload: _Optional[str] = ..., artifact: _Optional[_Union[JobArtifactRef, _Mapping]] = ..., uri: _Optional[str] = ..., path: _Optional[str] = ...) -> None: ...
