@@ -30,7 +30,11 @@ COMMON_ENV = {
     "PAPERWORKS_KAFKA_PARTITIONS": "4",
     "PAPERWORKS_CELERY_BROKER_URL": "redis://redis:6379/0",
     "PAPERWORKS_STATE_DIR": "/var/lib/paperworks",
-    "PAPERWORKS_ARTIFACT_ROOT": "/var/lib/paperworks/artifacts",
+    # artifacts and uploads live in S3 (MinIO here; a cloud bucket in production), so every
+    # machine reads them without a shared volume
+    "PAPERWORKS_S3_BUCKET": "paperworks",
+    "PAPERWORKS_S3_ENDPOINT_URL": "http://minio:9000",
+    "PAPERWORKS_S3_REGION": "us-east-1",
     "PAPERWORKS_GRPC_HOST": "0.0.0.0",
     "PAPERWORKS_GRPC_PORT": str(GRPC_PORT),
     "PAPERWORKS_METRICS_PORT": str(METRICS_PORT),
@@ -65,9 +69,17 @@ def _probe(port: int = GRPC_PORT) -> dict:
     }
 
 
+MINIO_IMAGE = "minio/minio:RELEASE.2025-04-22T22-12-26Z"
+MINIO_CLIENT_IMAGE = "minio/mc:RELEASE.2025-04-16T18-13-26Z"
+
+
 def compose() -> dict:
-    env = {**COMMON_ENV, "PAPERWORKS_AUTH_TOKENS": "${PAPERWORKS_AUTH_TOKENS:?set tenant:token pairs}"}
-    after_migrate = {"migrate": {"condition": "service_completed_successfully"}}
+    s3_credentials = {"AWS_ACCESS_KEY_ID": "${PAPERWORKS_S3_ACCESS_KEY:-paperworks}",
+                      "AWS_SECRET_ACCESS_KEY": "${PAPERWORKS_S3_SECRET_KEY:-paperworks-secret}"}
+    env = {**COMMON_ENV, **s3_credentials,
+           "PAPERWORKS_AUTH_TOKENS": "${PAPERWORKS_AUTH_TOKENS:?set tenant:token pairs}"}
+    after_migrate = {"migrate": {"condition": "service_completed_successfully"},
+                     "minio-bucket": {"condition": "service_completed_successfully"}}
     out: dict = {
         "name": "paperworks",
         "services": {
@@ -106,6 +118,24 @@ def compose() -> dict:
                 "healthcheck": {"test": ["CMD", "redis-cli", "ping"], "interval": "5s",
                                 "timeout": "5s", "retries": 10},
             },
+            "minio": {
+                "image": MINIO_IMAGE,
+                "command": ["server", "/data", "--console-address", ":9001"],
+                "environment": {"MINIO_ROOT_USER": s3_credentials["AWS_ACCESS_KEY_ID"],
+                                "MINIO_ROOT_PASSWORD": s3_credentials["AWS_SECRET_ACCESS_KEY"]},
+                "volumes": ["minio-data:/data"],
+                "healthcheck": {"test": ["CMD", "mc", "ready", "local"], "interval": "5s",
+                                "timeout": "5s", "retries": 10},
+            },
+            "minio-bucket": {
+                "image": MINIO_CLIENT_IMAGE,
+                "depends_on": {"minio": {"condition": "service_healthy"}},
+                "environment": s3_credentials,
+                "entrypoint": ["/bin/sh", "-c",
+                               "mc alias set store http://minio:9000 \"$$AWS_ACCESS_KEY_ID\" "
+                               "\"$$AWS_SECRET_ACCESS_KEY\" && mc mb --ignore-existing store/paperworks"],
+                "restart": "on-failure",
+            },
             "migrate": {
                 "image": IMAGE_CPU,
                 "build": {"context": ".", "dockerfile": "infra/docker/Dockerfile",
@@ -117,12 +147,11 @@ def compose() -> dict:
                 "restart": "on-failure",
             },
         },
-        "volumes": {"pgdata": {}, "kafka-data": {}, "redis-data": {}, "artifacts": {}},
+        "volumes": {"pgdata": {}, "kafka-data": {}, "redis-data": {}, "minio-data": {}},
     }
     svc = out["services"]
     for name, port in host_ports().items():
-        common = {"environment": env, "volumes": ["artifacts:/var/lib/paperworks/artifacts"],
-                  "restart": "unless-stopped"}
+        common = {"environment": env, "restart": "unless-stopped"}
         svc[f"{name}-server"] = {
             "image": IMAGE_CPU, "command": ["paperworks", "serve", name],
             "ports": [f"{port}:{GRPC_PORT}"], "healthcheck": _probe(),
@@ -153,8 +182,10 @@ def k8s(name: str) -> list[dict]:
                            "paperworks/service": name, "paperworks/role": role}
     env_from = [{"configMapRef": {"name": "paperworks-config"}},
                 {"secretRef": {"name": "paperworks-secrets"}}]
-    volume = [{"name": "artifacts", "persistentVolumeClaim": {"claimName": "paperworks-artifacts"}}]
-    mount = [{"name": "artifacts", "mountPath": "/var/lib/paperworks/artifacts"}]
+    # artifacts live in S3 (paperworks-config names the bucket and endpoint); each pod keeps only
+    # a scratch cache of what it read
+    volume = [{"name": "scratch", "emptyDir": {}}]
+    mount = [{"name": "scratch", "mountPath": "/var/lib/paperworks"}]
     probe = {"grpc": {"port": GRPC_PORT}, "periodSeconds": 10}
 
     def deployment(role: str, image: str, command: list[str], extra: dict) -> dict:
@@ -220,10 +251,9 @@ def k8s_config() -> list[dict]:
          "data": config},
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "paperworks-secrets"},
          "type": "Opaque",
-         "stringData": {"PAPERWORKS_AUTH_TOKENS": "tenant:sha256:<hex of the tenant's token>"}},
-        {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-         "metadata": {"name": "paperworks-artifacts"},
-         "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "100Gi"}}}},
+         "stringData": {"PAPERWORKS_AUTH_TOKENS": "tenant:sha256:<hex of the tenant's token>",
+                        "AWS_ACCESS_KEY_ID": "<access key of the artifact bucket>",
+                        "AWS_SECRET_ACCESS_KEY": "<secret key of the artifact bucket>"}},
         {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "paperworks-migrate"},
          "spec": {"backoffLimit": 10, "template": {"spec": {
              "restartPolicy": "OnFailure",

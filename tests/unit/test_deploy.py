@@ -129,13 +129,22 @@ def test_servers_are_health_checked_and_everything_waits_for_migrations():
         for role in ROLES:
             container = compose[f"{name}-{role}"]
             assert container["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
-            assert "artifacts:/var/lib/paperworks/artifacts" in container["volumes"]
+            # artifacts in S3 (MinIO), never a shared volume; the bucket exists before anyone starts
+            assert container["depends_on"]["minio-bucket"]["condition"] == "service_completed_successfully"
+            assert "volumes" not in container and container["environment"]["PAPERWORKS_S3_BUCKET"]
+        pod = docs[("Deployment", f"{name}-worker")]["spec"]["template"]["spec"]
+        assert all("persistentVolumeClaim" not in v for v in pod["volumes"])
         [server] = docs[("Deployment", f"{name}-server")]["spec"]["template"]["spec"]["containers"]
         assert server["readinessProbe"]["grpc"] and server["livenessProbe"]["grpc"]
         assert docs[("HorizontalPodAutoscaler", f"{name}-worker")]["spec"]["scaleTargetRef"]["name"] \
             == f"{name}-worker"
-    assert {"pgdata", "kafka-data", "artifacts"} <= set(
-        yaml.safe_load((ROOT / "docker-compose.yml").read_text())["volumes"])
+    stack = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    assert {"pgdata", "kafka-data", "minio-data"} <= set(stack["volumes"])
+    assert stack["services"]["minio"]["healthcheck"]["test"][:2] == ["CMD", "mc"]
+    assert "mc mb --ignore-existing store/paperworks" in stack["services"]["minio-bucket"]["entrypoint"][-1]
+    config = [d for d in yaml.safe_load_all((ROOT / "infra/k8s/config.yaml").read_text()) if d]
+    assert not [d for d in config if d["kind"] == "PersistentVolumeClaim"]
+    assert next(d for d in config if d["kind"] == "ConfigMap")["data"]["PAPERWORKS_S3_BUCKET"]
 
 
 def test_a_database_that_stops_answering_cannot_hang_calls():
