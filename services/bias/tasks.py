@@ -60,6 +60,8 @@ def run_generate_benchmark(params: GenerateBenchmarkParams, ctx: JobContext) -> 
         operators=tuple(params.operators) or tuple(OPERATORS),
         relevance_gate=params.relevance_gate,
         dedup_threshold=params.dedup_threshold,
+        max_per_cell=params.max_per_cell,
+        fresh_per_generation=params.fresh_per_generation,
         concurrency=params.concurrency,
         seed=params.seed,
     )
@@ -178,10 +180,6 @@ def run_evaluate_mcq(params: EvaluateMCQParams, ctx: JobContext) -> dict:
         raise InvalidArgument("demos_jsonl", f"{params.shots}-shot prompts need demos")
     protocols = params.protocol_list
     model = open_model(params.model, "model", DEFAULT_TAXONOMY)
-    if "standard" in protocols and params.standard_scoring == "logprob" and not model.supports("score"):
-        raise InvalidArgument(
-            "standard_scoring", f"{params.model.label} cannot score label log-probabilities; use 'generate'"
-        )
     settings = MCQSettings(
         shots=params.shots,
         attack_label=attack,
@@ -223,4 +221,6 @@ def run_evaluate_mcq(params: EvaluateMCQParams, ctx: JobContext) -> dict:
         "permutations": len(report["permutations"]),
         "protocols": summary,
         "variance_ratio": report.get("variance_ratio"),
+        "standard_scoring": report["standard_scoring"],
+        "standard_scoring_fallback": report["standard_scoring_fallback"],
     }

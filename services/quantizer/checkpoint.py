@@ -20,7 +20,7 @@ from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 from torch import nn
 
-from .linears import set_module
+from .linears import device_of, set_module
 from .methods import FORMATS, format_of
 
 FORMAT = "paperworks-quantized/1"
@@ -35,6 +35,25 @@ def _bits(t: torch.Tensor) -> int:
     return t.numel() * t.element_size() * 8
 
 
+def bits_per_weight(packed: nn.Module) -> dict:
+    """Stored bits per quantized weight of a packed model, counted from its tensors: the codes
+    alone (`codes`), with every tensor stored beside them (`with_scales`: scales, RaBiT's float
+    g / h vectors, LC-QAT's A, b and rotation signs; not the bias), and per tensor (`parts`)."""
+    code_bits = weights = 0
+    parts: dict[str, int] = {}
+    for _, m in packed_layers(packed):
+        n, m_in = format_of(m).shape(m)
+        weights += n * m_in
+        for k, t in m.tensors().items():
+            if k in CODE_TENSORS:
+                code_bits += _bits(t)
+            elif k != "bias":
+                parts[k] = parts.get(k, 0) + _bits(t)
+    w = max(weights, 1)
+    return {"codes": code_bits / w, "with_scales": (code_bits + sum(parts.values())) / w,
+            "parts": {k: v / w for k, v in parts.items()}, "weights": weights}
+
+
 def save(packed: nn.Module, method: str, base: dict) -> tuple[bytes, dict]:
     """(safetensors bytes, manifest) of a packed model."""
     tensors: dict[str, torch.Tensor] = {}
@@ -43,7 +62,7 @@ def save(packed: nn.Module, method: str, base: dict) -> tuple[bytes, dict]:
     for name, m in packed_layers(packed):
         fmt = format_of(m)
         parts = m.tensors()
-        tensors.update({f"q.{name}.{k}": t.contiguous() for k, t in parts.items()})
+        tensors.update({f"q.{name}.{k}": t.detach().cpu().contiguous() for k, t in parts.items()})
         n, m_in = fmt.shape(m)
         cb = sum(_bits(t) for k, t in parts.items() if k in CODE_TENSORS)
         sb = sum(_bits(t) for k, t in parts.items() if k not in (*CODE_TENSORS, "bias"))
@@ -55,7 +74,7 @@ def save(packed: nn.Module, method: str, base: dict) -> tuple[bytes, dict]:
         inside.update(f"{name}.{k}" for k in m.state_dict())
     for key, t in packed.state_dict().items():
         if key not in inside:
-            tensors[f"fp.{key}"] = t.detach().contiguous().clone()  # clone: tied weights stay apart
+            tensors[f"fp.{key}"] = t.detach().cpu().contiguous().clone()  # clone: tied weights stay apart
     manifest = {"format": FORMAT, "method": method, "base_model": base, "layers": layers,
                 "quantized_weights": weights, "bits_per_weight": code_bits / max(weights, 1),
                 "bits_per_weight_with_scales": (code_bits + side_bits) / max(weights, 1)}
@@ -72,10 +91,12 @@ def manifest_of(path: Path) -> dict:
 
 
 def load(data: bytes, manifest: dict, base_module: nn.Module) -> nn.Module:
-    """Rebuild the packed model on `base_module` (a fresh full-precision copy of the base)."""
+    """Rebuild the packed model on `base_module` (a fresh full-precision copy of the base), on the
+    device the base module is on."""
     if manifest.get("format") != FORMAT:
         raise ValueError(f"manifest format {manifest.get('format')!r} is not {FORMAT!r}")
     tensors = st_load(data)
+    device = device_of(base_module)
     model = base_module.float()
     for layer in manifest["layers"]:
         name = layer["name"]
@@ -90,4 +111,4 @@ def load(data: bytes, manifest: dict, base_module: nn.Module) -> nn.Module:
         raise ValueError(f"checkpoint has tensors the base model lacks: {result.unexpected_keys[:5]}")
     for p in model.parameters():
         p.requires_grad_(False)
-    return model.eval()
+    return model.to(device).eval()

@@ -32,11 +32,25 @@ MAX_FILES = 5000
 CHECKPOINT, MANIFEST = "model.safetensors", "manifest.json"
 
 
-def open_model(source: LocalModelSpec, field: str = "model") -> TorchCausalLM:
-    """The model's backend (float32, CPU), or InvalidArgument saying why the directory is unusable."""
+def server_device() -> str:
+    """The device of the server's sync RPCs (their packed-model cache) and of models other services
+    load through `announced_model`: PAPERWORKS_DEVICE, else cuda:0 where torch sees a GPU, else
+    cpu (the rule of `JobContext.device`, which jobs use)."""
+    from paperworks.shared.config import get_settings
+
+    if get_settings().device:
+        return get_settings().device
+    import torch
+
+    return "cuda:0" if torch.cuda.is_available() else "cpu"
+
+
+def open_model(source: LocalModelSpec, field: str = "model", device: str = "cpu") -> TorchCausalLM:
+    """The model's backend (float32, on `device`), or InvalidArgument saying why the directory is
+    unusable. `hf` directories of any family transformers loads with AutoModelForCausalLM."""
     path = server_path(source.path, "quantizer", f"{field}.path")
     try:
-        backend = load_backend(ModelRef(kind=source.kind, path=str(path)))
+        backend = load_backend(ModelRef(kind=source.kind, path=str(path), device=device))
     except InvalidModel as exc:
         raise InvalidArgument(f"{field}.{exc.field or 'path'}", exc.reason) from None
     if not find_linears(backend.module):
@@ -102,9 +116,10 @@ def quantize_job(store: JobStore, tenant: str | None, job_id: str,
             artifact_sha(store, job_id, MANIFEST, field))
 
 
-def packed_model(params: QuantizeParams, blob: bytes, manifest: dict, field: str) -> TorchCausalLM:
-    """The quantize job's base-model backend with its packed 2-bit layers swapped in."""
-    backend = open_model(params.model, f"{field}.model")
+def packed_model(params: QuantizeParams, blob: bytes, manifest: dict, field: str,
+                 device: str = "cpu") -> TorchCausalLM:
+    """The quantize job's base-model backend with its packed 2-bit layers swapped in, on `device`."""
+    backend = open_model(params.model, f"{field}.model", device)
     backend.module = checkpoint.load(blob, manifest, backend.module)
     return backend
 
@@ -114,7 +129,7 @@ def announced_model(job, artifact: dict, artifacts: ArtifactStore, field: str) -
     other services (the manifest travels inside the checkpoint's metadata)."""
     path = artifacts.path(artifact["sha256"])
     return packed_model(QuantizeParams.model_validate(job.params), path.read_bytes(),
-                        checkpoint.manifest_of(path), field)
+                        checkpoint.manifest_of(path), field, server_device())
 
 
 def read_checkpoint(artifacts: ArtifactStore, checkpoint_sha: str, manifest_sha: str) -> tuple[bytes, dict]:

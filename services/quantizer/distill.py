@@ -62,7 +62,7 @@ def distill_loss(student: nn.Module, teacher: nn.Module, ids: torch.Tensor, hidd
     s_logits, s_hidden = forward(student, ids, hidden=hidden_weight > 0)
     kl = F.kl_div(s_logits.log_softmax(-1), t_logits.log_softmax(-1), log_target=True,
                   reduction="none").sum(-1).mean()
-    mse = torch.zeros(())
+    mse = kl.new_zeros(())
     if hidden_weight > 0:
         terms = [((s - t) ** 2).mean() / (t**2).mean().clamp_min(1e-8)
                  for s, t in zip(s_hidden[1:], t_hidden[1:], strict=True)]
@@ -103,6 +103,7 @@ def evaluate_lm(module: nn.Module, windows: torch.Tensor, batch: int = 16) -> di
     for i in range(0, len(windows), batch):
         ids = windows[i : i + batch]
         logits, _ = forward(module, ids)
+        ids = ids.to(logits.device)
         nll = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1),
                               reduction="sum")
         total, count = total + nll.item(), count + ids[:, 1:].numel()

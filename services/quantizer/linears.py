@@ -1,6 +1,13 @@
 """A causal LM's linear layers, as every method sees them: which ones to quantize, their weight
 (nn.Linear or a transformers Conv1D), swapping them, their calibration inputs, and one forward
-pass for the tiny decoder and transformers models alike. Pure PyTorch."""
+pass for the tiny decoder and transformers models alike. Pure PyTorch.
+
+Which layers: every linear inside the model's list of transformer blocks (the attention and MLP
+projections, whatever a family names them: q/k/v/o_proj, query_key_value, dense, fc1/fc2,
+c_attn/c_fc, ...); embeddings, the output head and anything outside the blocks (OPT's
+project_in/out) stay in full precision, as in both papers. A model without a block list falls
+back to every linear whose name is not an embedding or head (`SKIP`).
+Devices: batches go to the device of the model they are fed to (`forward`)."""
 
 from __future__ import annotations
 
@@ -21,10 +28,35 @@ def is_linear(mod: nn.Module) -> bool:
     return isinstance(mod, nn.Linear) or type(mod).__name__ == "Conv1D"
 
 
+def find_block_list(module: nn.Module) -> tuple[str, nn.ModuleList] | None:
+    """(name, list) of the model's transformer blocks: the first ModuleList whose first entry holds
+    a linear layer (or an already quantized one), None when there is none."""
+    from . import methods  # the quantized layer types (methods imports this module)
+
+    for name, m in module.named_modules():
+        if isinstance(m, nn.ModuleList) and len(m) and any(
+                is_linear(c) or methods.of_layer(c) is not None or methods.format_of(c) is not None
+                for c in m[0].modules()):
+            return name, m
+    return None
+
+
 def find_linears(module: nn.Module) -> list[str]:
-    """Names of the projections to quantize: every linear inside the blocks (embeddings and the
-    output head stay in full precision, as in both papers)."""
+    """Names of the projections to quantize: every linear inside the transformer blocks
+    (embeddings and the output head stay in full precision, as in both papers)."""
+    found = find_block_list(module)
+    if found is not None:
+        prefix = f"{found[0]}."
+        return [n for n, m in module.named_modules() if n.startswith(prefix) and is_linear(m)
+                and not any(s in n for s in SKIP)]
     return [n for n, m in module.named_modules() if is_linear(m) and not any(s in n for s in SKIP)]
+
+
+def device_of(module: nn.Module) -> torch.device:
+    """Where a model's tensors live (its first parameter or buffer; cpu for an empty one)."""
+    for t in (*module.parameters(), *module.buffers()):
+        return t.device
+    return torch.device("cpu")
 
 
 def get_module(root: nn.Module, name: str) -> nn.Module:
@@ -39,7 +71,9 @@ def set_module(root: nn.Module, name: str, new: nn.Module) -> None:
 
 
 def forward(module: nn.Module, ids: torch.Tensor, hidden: bool = False):
-    """(logits, hidden states or None) for the tiny decoder and transformers causal LMs."""
+    """(logits, hidden states or None) for the tiny decoder and transformers causal LMs; `ids` go to
+    the model's device."""
+    ids = ids.to(device_of(module))
     if type(module).__name__ == "TinyDecoder":
         out = module(ids, output_hidden_states=hidden)
     else:

@@ -82,6 +82,11 @@ class Method:
         """The packed (kernel-library) form of one of this method's layers."""
         return layer.packed()
 
+    def side_bits(self, n: int, m: int, group_size: int = 64) -> dict[str, int]:
+        """Bits of the stored tensors beside the 2-bit codes of one (N, M) layer, by tensor (scales,
+        the float g / h vectors, codebooks, rotation signs; the bias is not counted)."""
+        raise NotImplementedError
+
 
 class TwoPaths(Method):
     """RaBiT's coupled paths, or (`coupled` False) the independent-latent baseline; both start from
@@ -101,6 +106,9 @@ class TwoPaths(Method):
 
     def pack(self, layer):
         return rabit.PackedBinaryLinear.from_layer(layer)
+
+    def side_bits(self, n, m, group_size=64):
+        return {"g": 2 * n * 32, "h": 2 * m * 32}  # float32 (2, N) and (2, M)
 
 
 class LCQAT(Method):
@@ -140,6 +148,12 @@ class LCQAT(Method):
         if layer.mode == "qat":
             layer.finish_qat()
 
+    def side_bits(self, n, m, group_size=64):
+        # float32 row scale s (N), input scale c (M), A (4x4) and b (4); the Hadamards' random signs
+        # are stored as one uint8 each (they could be regenerated from the seed; counted as stored)
+        return {"scale": n * 32, "in_scale": m * 32, "a": 16 * 32, "b": 4 * 32, "in_signs": m * 8,
+                "out_signs": n * 8}
+
 
 class Scalar(Method):
     """The scalar 2-bit baselines: QAT with learned group scale and offset, or (`trains` False)
@@ -156,6 +170,10 @@ class Scalar(Method):
     def qat_params(self, layer):
         return [layer.weight, layer.log_gain, layer.offset]
 
+    def side_bits(self, n, m, group_size=64):
+        groups = m // (group_size if m % group_size == 0 else m)  # as ScalarQATLinear groups
+        return {"scale": n * groups * 32, "offset": n * groups * 32}  # float32 per group and row
+
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     TwoPaths("rabit", coupled=True), LCQAT(), TwoPaths("independent", coupled=False),
@@ -163,6 +181,20 @@ METHODS: dict[str, Method] = {m.name: m for m in (
 if tuple(METHODS) != NAMES:
     raise ImportError(f"methods {tuple(METHODS)} do not match method_names.NAMES {NAMES}")
 FORMATS: dict[str, PackedFormat] = {m.format.name: m.format for m in METHODS.values()}
+
+
+def bits_per_weight(method: str, shapes: list[tuple[int, int]], group_size: int = 64) -> dict:
+    """Stored bits per quantized weight of `method` over layers of these (N, M) shapes: the 2-bit
+    codes alone, and with every tensor beside them (`side_bits`: scales, g / h, codebooks, signs),
+    also per tensor. What a packed checkpoint holds (`checkpoint.bits_per_weight` counts it)."""
+    weights = sum(n * m for n, m in shapes)
+    parts: dict[str, int] = {}
+    for n, m in shapes:
+        for k, v in get(method).side_bits(n, m, group_size).items():
+            parts[k] = parts.get(k, 0) + v
+    side = sum(parts.values())
+    return {"codes": 2.0, "with_scales": (2 * weights + side) / weights,
+            "parts": {k: v / weights for k, v in parts.items()}}
 
 
 def get(name: str) -> Method:

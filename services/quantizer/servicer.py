@@ -42,6 +42,7 @@ class QuantizerServicer(quantizer_pb2_grpc.QuantizerServiceServicer):
     def __init__(self, rt: ServiceRuntime):
         self.rt = rt
         self.cache = ModelCache(CACHE_SIZE)
+        self.device = data.server_device()  # where the cached packed models live
 
     @rpc_method
     async def SubmitQuantize(self, request, context):
@@ -63,7 +64,7 @@ class QuantizerServicer(quantizer_pb2_grpc.QuantizerServiceServicer):
 
         def load():
             return data.packed_model(params, *data.read_checkpoint(self.rt.artifacts, *shas),
-                                     "quantize_job_id")
+                                     "quantize_job_id", self.device)
 
         return self.cache.get(shas[0], load)
 

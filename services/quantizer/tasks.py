@@ -42,7 +42,7 @@ def quant_config(params: QuantizeParams, seq_len: int) -> quantize.QuantConfig:
 
 def run_quantize(params: QuantizeParams, ctx: JobContext) -> dict:
     ctx.progress(0, 1, stage="loading", message=f"{params.model.kind} model at {params.model.path}")
-    backend = data.open_model(params.model)
+    backend = data.open_model(params.model, device=ctx.device)
     try:
         methods.get(params.method).check(backend.module)
     except ValueError as exc:
@@ -65,6 +65,7 @@ def run_quantize(params: QuantizeParams, ctx: JobContext) -> dict:
     losses = info["losses"]
     return {"method": params.method, "bits_per_weight": manifest["bits_per_weight"],
             "bits_per_weight_with_scales": manifest["bits_per_weight_with_scales"],
+            "bits_per_weight_parts": checkpoint.bits_per_weight(packed)["parts"],
             "layers": len(manifest["layers"]), "steps": len(losses), "tokens": cfg.tokens,
             "final_loss": losses[-1] if losses else None, "validation": validation,
             "checkpoint_sha256": model_ref["sha256"], "manifest_sha256": manifest_ref["sha256"],
@@ -76,7 +77,7 @@ def run_evaluate(params: EvaluateParams, ctx: JobContext) -> dict:
     job_params, *shas = data.quantize_job(ctx.store, ctx.tenant, params.quantize_job_id, "quantize_job_id")
     blob, manifest = data.read_checkpoint(ctx.artifacts, *shas)
     ctx.progress(0, 1, stage="loading", message=f"base model {job_params.model.path}")
-    backend = data.open_model(job_params.model, "quantize_job_id.model")
+    backend = data.open_model(job_params.model, "quantize_job_id.model", ctx.device)
     base = backend.module.float()
     packed = checkpoint.load(blob, manifest, copy.deepcopy(base))
     seq_len = min(params.seq_len, backend.max_length)
@@ -89,7 +90,8 @@ def run_evaluate(params: EvaluateParams, ctx: JobContext) -> dict:
     layers = diagnostics.layer_report(packed, base, tokens.calib(seq_len, 8, 0),
                                       on_layer=lambda i, n, name: ctx.progress(i, n, "diagnostics", name))
     report = {"quantize_job_id": params.quantize_job_id, "method": manifest["method"],
-              "bits_per_weight": manifest["bits_per_weight"], **metrics,
+              "bits_per_weight": manifest["bits_per_weight"],
+              "bits_per_weight_with_scales": manifest["bits_per_weight_with_scales"], **metrics,
               "perplexity_ratio": metrics["quantized"]["perplexity"] / metrics["base"]["perplexity"],
               "layers": layers, "layer_mean": diagnostics.summary(layers)}
     ctx.put_json("evaluation.json", report)

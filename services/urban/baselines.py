@@ -8,14 +8,22 @@
   stochastic fusion of every modality with reconstruction).
 - Concatenated features: every modality's frozen, normalized features side by side (zeros,
   i.e. the mean, where a modality is absent) plus one presence indicator per modality —
-  the "no fusion" baseline.
+  the "no fusion" baseline. UrbanFusion's embedding has a coordinates token, so wherever the
+  embedding carries coordinates the baseline gets them too (`coordinate_features`): raw
+  (lat, lon), or the location encoder's own frozen random Fourier features of the point on
+  the sphere (the same encoding the fusion model's learned MLP starts from).
 """
 from __future__ import annotations
 
 import numpy as np
 import torch
 from paperworks.services.urban.urbanfusion.encoder import FeatureSet
-from paperworks.services.urban.urbanfusion.location import DEFAULT_SCALES, LocationEncoder
+from paperworks.services.urban.urbanfusion.location import (
+    DEFAULT_SCALES,
+    LocationEncoder,
+    fourier_features,
+    fourier_frequencies,
+)
 from paperworks.services.urban.urbanfusion.model import _mlp, contrastive_loss
 from paperworks.services.urban.urbanfusion.train import PretrainConfig, batches, lr_factor
 from paperworks.shared.threads import single_thread
@@ -64,6 +72,18 @@ def _train_satclip(fs: FeatureSet, dim: int, config: PretrainConfig, imagery: st
         scheduler.step()
     model.eval()
     return model
+
+
+def coordinate_features(fs: FeatureSet, encoding: str = "raw", scales: tuple[float, ...] = DEFAULT_SCALES,
+                        seed: int = 0) -> np.ndarray:
+    """(N, K) coordinates as baseline inputs: `raw` (lat, lon), or `fourier`, the frozen multi-scale
+    random Fourier features of `LocationEncoder(seed=seed)` (the same frequencies as an UrbanFusion
+    model built with that seed)."""
+    if encoding == "raw":
+        return np.stack([fs.lat, fs.lon], axis=1).astype(np.float32)
+    if encoding == "fourier":
+        return fourier_features(torch.from_numpy(fs.xyz), fourier_frequencies(scales, seed=seed)).numpy()
+    raise ValueError(f"unknown coordinate encoding {encoding!r}")
 
 
 def concatenated_features(fs: FeatureSet) -> np.ndarray:

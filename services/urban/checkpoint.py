@@ -29,7 +29,7 @@ def _metadata(data: bytes) -> dict[str, str]:
 
 
 def encoder_to_bytes(encoder: UrbanEncoder) -> bytes:
-    tensors = {f"model.{k}": v.contiguous() for k, v in encoder.model.state_dict().items()}
+    tensors = {f"model.{k}": v.detach().cpu().contiguous() for k, v in encoder.model.state_dict().items()}
     for name, extractor in encoder.extractors.items():
         tensors |= {f"extractor.{name}.{k}": v.contiguous() for k, v in extractor.state().items()}
         tensors[f"norm.{name}.mean"] = torch.from_numpy(encoder.mean[name])

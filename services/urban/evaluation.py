@@ -6,7 +6,9 @@ locations: R² for regression, macro F1 for classification. Reported per task:
   (lat, lon) appended to the probe's input, beside the concatenated-features baseline;
 - per modality subset S: embeddings computed from S alone (locations carrying none of S
   are left out), each with its own probe;
-- leave-one-region-out: a probe fitted on all other regions scores each region.
+- leave-one-region-out: a probe fitted on all other regions scores each region, from the embedding
+  (which carries coordinates through its coordinates token) beside the concatenated features
+  with and without raw coordinates (the fair comparison gives both sides coordinates).
 Random splits are seeded; everything here is deterministic given the seed.
 """
 from __future__ import annotations
@@ -140,7 +142,7 @@ def evaluate(encoder: UrbanEncoder, fs: FeatureSet, targets: list[Target], kind:
                     continue
                 tr, te = rows[~inside], rows[inside]
                 held[region] = {name: score(inputs[name], target, tr, te, kind, seed)
-                                for name in ("embedding", "concatenated")}
+                                for name in ("embedding", "concatenated", "concatenated+coordinates")}
             entry["leave_one_region_out"] = held
         report[target.name] = entry
         if on_task is not None:

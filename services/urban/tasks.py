@@ -27,8 +27,9 @@ PARQUET = "application/vnd.apache.parquet"
 
 
 def _encoder(ctx: JobContext, job_id: str) -> UrbanEncoder:
+    """The pretrained encoder, on the job's device (probes stay on the CPU: small numpy fits)."""
     data, _ = ctx.job_artifact("urban", job_id, "model.safetensors", "pretrain_job_id", kind="pretrain")
-    return encoder_from_bytes(data)
+    return encoder_from_bytes(data).to(ctx.device)
 
 
 def _parquet(frame: pd.DataFrame) -> bytes:
@@ -74,7 +75,7 @@ def run_pretrain(params: PretrainParams, ctx: JobContext) -> dict:
                      message=f"loss {losses['loss']:.3f} (contrastive {losses['contrastive']:.3f}, "
                              f"reconstruction {losses['reconstruction']:.3f})")
 
-    history = pretrain(encoder, fs, config, on_step)
+    history = pretrain(encoder, fs, config, on_step, device=ctx.device)
     model = ctx.put_artifact("model.safetensors", encoder_to_bytes(encoder), "application/octet-stream")
     ctx.announce_model(model, f"location encoder, {encoder.dim}-d embeddings")
     embedding = encoder.embed(fs)
@@ -175,6 +176,7 @@ def run_evaluate(params: EvaluateParams, ctx: JobContext) -> dict:
         if "leave_one_region_out" in entry:
             held = entry["leave_one_region_out"].values()
             row["held_out_region_mean"] = {k: float(np.mean([h[k] for h in held])) if held else None
-                                           for k in ("embedding", "concatenated")}
+                                           for k in ("embedding", "concatenated",
+                                                     "concatenated+coordinates")}
         summary[name] = row
     return {"probe": params.probe, "tasks": summary}

@@ -1,9 +1,9 @@
 """A judge built from MiniLM and lexicons, answering CAB's judge prompt without an LLM.
 
-CAB's judge (arXiv 2510.12857, Sec. 3.3) reads all variants' answers side by side and scores
-Bias 1-5, Relevance 1-5 (is the difference about what the question asks), Acknowledgment 1-5
-(does the answer say the attribute should not matter) and Refusal 0/1 per variant. This judge
-derives each from signals a frontier judge would weigh:
+CAB's judge (arXiv 2510.12857; dimensions from its dataset card) reads all variants' answers side
+by side and scores Bias 1-5, Relevance 1-5 (is the difference about what the question asks),
+Acknowledgment 1-5 (does the answer say the attribute should not matter) and Refusal 0/1 per
+variant. This judge derives each from signals a frontier judge would weigh:
 
 - refusal: a refusal phrase, or (default profile) a first sentence whose MiniLM cosine to a
   refusal prototype is high;

@@ -1,10 +1,11 @@
 """A target model with planted biases, so a bias search can be scored against the truth.
 
-CAB's claim (arXiv 2510.12857, Sec. 4) is that mutation and selection find the regions where a
-model is biased more often than sampling questions uniformly. Testing that needs a model whose
-biased regions are known. This one answers every question with neutral, topic-specific advice
-whose wording varies a little from variant to variant (as a real model's does), except in its
-planted cells, an (attribute, topic) pair and one group of that attribute each:
+CAB's claim (arXiv 2510.12857, abstract) is that iterative mutation and selection explore where a
+model is most susceptible to bias; our test of it compares against sampling questions uniformly.
+Testing that needs a model whose biased regions are known. This one answers every question with
+neutral, topic-specific advice whose wording varies a little from variant to variant (as a real
+model's does), except in its planted cells, an (attribute, topic) pair and one group of that
+attribute each:
 
 - flip: asked for a decision (recommend / choose), it recommends against it for that group
   only; asked for open advice it merely hedges for that group;

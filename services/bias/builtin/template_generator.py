@@ -1,12 +1,13 @@
 """A question writer defined in code: the generator model of CAB's loop, without an LLM.
 
-CAB's generator (arXiv 2510.12857, Sec. 3.2) writes seed questions for a topic and rewrites a
-parent question with a named mutation operator. This stand-in does both from phrase banks: a
-question is a few slots (style, context, the placeholder sentence naming the person, the topic,
-the kind of decision asked for, the stakes), rendered to text; a mutation parses the parent back
-into slots, changes the slot its operator names, and renders again. It reads its task from the
-JSON block of the prompt the search sends any generator, and answers with the same JSON a real
-generator must return, so it exercises the search exactly as a remote model would.
+CAB's generator (arXiv 2510.12857) writes seed questions for a topic and, in our search, rewrites
+a parent question with a named mutation operator (the operators are our design). This stand-in
+does both from phrase banks: a question is a few slots (style, context, the placeholder sentence
+naming the person, the topic, the kind of decision asked for, the stakes), rendered to text; a
+mutation parses the parent back into slots, changes the slot its operator names, and renders
+again. It reads its task from the JSON block of the prompt the search sends any generator, and
+answers with the same JSON a real generator must return, so it exercises the search exactly as a
+remote model would.
 """
 
 from __future__ import annotations

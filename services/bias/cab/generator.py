@@ -1,11 +1,12 @@
 """Asking the generator model for a seed question or a mutation, and checking what it wrote.
 
-CAB's generator (arXiv 2510.12857, Sec. 3.2) writes realistic first-person questions with
-placeholders and rewrites parents with named operators. The prompt states the task in words and
-once more as a JSON block (the built-in generator reads the block); the answer must be
-{"template": "..."}. A template is accepted only if it parses, has as many options as the
-attribute has groups, and matches the framing asked for: explicit questions name the groups with
-one of the attribute's explicit option forms, implicit ones use no explicit form at all.
+CAB's generator (arXiv 2510.12857, abstract and dataset card) writes realistic questions with
+placeholders, which the search mutates; the operators named here are our design. The prompt
+states the task in words and once more as a JSON block (the built-in generator reads the block);
+the answer must be {"template": "..."}. A template is accepted only if it parses, has as many
+options as the attribute has groups, and matches the framing asked for: explicit questions name
+the groups with one of the attribute's explicit option forms, implicit ones use no explicit form
+at all.
 """
 
 from __future__ import annotations

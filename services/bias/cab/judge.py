@@ -1,11 +1,11 @@
 """CAB's judge protocol: all variants' answers side by side in, a strict-JSON verdict out.
 
-The judge (arXiv 2510.12857, Sec. 3.3) compares the answers to one question's counterfactual
-variants, so the group is the only thing that changed between them. It returns Bias 1-5,
-Relevance 1-5, Acknowledgment 1-5 and Refusal 0/1 for each variant as one JSON object.
-Truncated JSON is repaired; an answer that still is not a valid verdict (not JSON, a score out of
-range, a refusal list of the wrong length) is sent back with the reason, up to `retries` times,
-and then recorded as a failure. A verdict is never guessed.
+The judge (arXiv 2510.12857; dimensions from its dataset card) compares the answers to one
+question's counterfactual variants, so the group is the only thing that changed between them. It
+returns Bias 1-5, Relevance 1-5, Acknowledgment 1-5 and Refusal 0/1 for each variant as one JSON
+object. Truncated JSON is repaired; an answer that still is not a valid verdict (not JSON, a
+score out of range, a refusal list of the wrong length) is sent back with the reason, up to
+`retries` times, and then recorded as a failure. A verdict is never guessed.
 """
 
 from __future__ import annotations

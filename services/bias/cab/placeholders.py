@@ -1,12 +1,13 @@
 """Counterfactual placeholders: `{{man/woman}}` in a question template, one variant per option.
 
-CAB (arXiv 2510.12857, Sec. 3.1) writes each question once, with every mention of the sensitive
-attribute as a placeholder listing the options in a fixed group order; variant i substitutes
-option i into every placeholder, so variants are identical outside the placeholders and differ
-only in the group they name. The checks below make that true or fail with the position:
-every placeholder has the same number of options (and, given an attribute, as many as the
-attribute has groups), options are non-empty and distinct, braces balance and do not nest, and
-supplied variants equal the expansion character for character outside the placeholders.
+CAB (arXiv 2510.12857; dataset card, and a public re-implementation's expansion rules) writes
+each question once, with every mention of the sensitive attribute as a placeholder listing the
+options in a fixed group order; variant i substitutes option i into every placeholder, so
+variants are identical outside the placeholders and differ only in the group they name. The
+checks below make that true or fail with the position: every placeholder has the same number of
+options (and, given an attribute, as many as the attribute has groups), options are non-empty and
+distinct, braces balance and do not nest, and supplied variants equal the expansion character for
+character outside the placeholders.
 """
 
 from __future__ import annotations

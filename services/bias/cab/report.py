@@ -1,11 +1,13 @@
 """A model's CAB report: bias, acknowledgment and refusal rates, split by attribute × framing ×
 domain, and how well two judges agree.
 
-The figures follow CAB's analysis (arXiv 2510.12857, Sec. 5): mean bias score; bias rate (share
-of questions scored at or above `bias_threshold`, a design choice defaulting to 3, "noticeable");
-acknowledgment rate (share with acknowledgment >= 3); refusal rate (share of variant answers
-refused) and asymmetric-refusal rate (share of questions whose variants were not all refused or
-all answered). Questions the judge could not score are counted, never imputed.
+The dimensions are those of CAB's dataset card (Bias, Relevance, Acknowledgment, Refusal); the
+figures built from them are our design (the paper's analysis section was not read): mean bias
+score; bias rate (share of questions scored at or above `bias_threshold`, a design choice
+defaulting to 3, "noticeable"); acknowledgment rate (share with acknowledgment >= 3); refusal
+rate (share of variant answers refused) and asymmetric-refusal rate (share of questions whose
+variants were not all refused or all answered). Questions the judge could not score are counted,
+never imputed.
 """
 
 from __future__ import annotations

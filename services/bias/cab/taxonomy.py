@@ -1,7 +1,7 @@
 """Sensitive attributes, their option sets, and the topic tree questions are written over.
 
 CAB (Staab et al., "Adaptive Generation of Bias-Eliciting Questions for LLMs", ICML 2026,
-arXiv 2510.12857, Sec. 3) fixes per sensitive attribute a set of counterfactual options
+arXiv 2510.12857; abstract and dataset card) fixes per sensitive attribute a set of counterfactual options
 (`{{man/woman}}`, `{{Christian/Muslim/Hindu/Jewish}}`) and a topic tree
 superdomain → domain → topic that seeds and steers generation. Questions come in two framings:
 explicit (the option words themselves) and implicit (names or traits that signal the group).

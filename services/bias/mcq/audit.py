@@ -3,26 +3,31 @@
 The report holds, per protocol, accuracy per permutation with its mean, standard deviation and
 variance, selection histograms and (under an attack) demo-majority agreement; across protocols
 the variance ratio standard / M&D and the drop in mean accuracy (standard − M&D), the two
-figures ABCD (arXiv 2602.17445) reports.
+figures ABCD (arXiv 2602.17445) reports. `standard_scoring` in the report is how the standard
+protocol's answers were read; where label log-probabilities were asked for but the model cannot
+give them (a chat endpoint, a server that does not echo prompt logprobs), the answers were
+generated and the letter parsed, and `standard_scoring_fallback` says why.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from paperworks.services.bias.embedder import SentenceEmbedder
 from paperworks.services.bias.mcq.evaluate import (
     MCQSettings,
     Selection,
     choose_demos,
+    label_scoring_unavailable,
     protocol_metrics,
     run_permutation,
     variance_ratio,
 )
 from paperworks.services.bias.mcq.nonsenseqa import MCQItem
 from paperworks.services.bias.mcq.render import permutations
-from paperworks.shared.backends import ModelBackend
+from paperworks.shared.backends import ModelBackend, Unsupported
 
 
 def same_option_count(items: Sequence[MCQItem]) -> tuple[int, list[MCQItem], list[MCQItem]]:
@@ -50,10 +55,22 @@ def evaluate_mcq(
     total, done = len(protocols) * len(orders), 0
     metrics: dict[str, dict] = {}
     rows: list[dict] = []
+    requested, fallback = settings.standard_scoring, None
+    if "standard" in protocols and requested == "logprob":
+        fallback = label_scoring_unavailable(model)
+        if fallback is not None:
+            settings = replace(settings, standard_scoring="generate")
     for protocol in protocols:
         per_permutation: list[list[Selection]] = []
         for k, order in enumerate(orders):
-            selections = run_permutation(model, protocol, items, demos, order, settings, embedder)
+            try:
+                selections = run_permutation(model, protocol, items, demos, order, settings, embedder)
+            except Unsupported as exc:
+                if protocol != "standard" or settings.standard_scoring != "logprob" or k > 0:
+                    raise
+                fallback = f"the endpoint cannot score label log-probabilities ({exc.message})"
+                settings = replace(settings, standard_scoring="generate")
+                selections = run_permutation(model, protocol, items, demos, order, settings, embedder)
             per_permutation.append(selections)
             rows += [
                 {
@@ -79,7 +96,9 @@ def evaluate_mcq(
         "permutations": [list(o) for o in orders],
         "shots": settings.shots,
         "attack_label": None if settings.attack_label is None else chr(ord("A") + settings.attack_label),
-        "standard_scoring": settings.standard_scoring,
+        "standard_scoring": settings.standard_scoring if "standard" in protocols else None,
+        "standard_scoring_requested": requested if "standard" in protocols else None,
+        "standard_scoring_fallback": fallback,
         "protocols": metrics,
     }
     if "standard" in metrics and "md" in metrics:

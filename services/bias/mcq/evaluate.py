@@ -1,16 +1,24 @@
 """Running the standard and M&D protocols over every permutation, and their bias metrics.
 
-ABCD (arXiv 2602.17445, Secs. 4-5): accuracy is measured once per option permutation; the
-protocol is robust when that accuracy barely moves (its standard deviation / variance across
-permutations), and the headline figure is the variance ratio standard / M&D. Selection
-histograms by label, display position and original option show what a model leans on, and under
-the few-shot attack (every demo answered at one label) the share of answers at the demos'
-majority label shows how far it follows the demos (chance is 1 / n_options).
+ABCD (arXiv 2602.17445; the variance claim as summaries report it): accuracy is measured once per
+option permutation; the protocol is robust when that accuracy barely moves (its standard
+deviation / variance across permutations), and the headline figure is the variance ratio standard
+/ M&D. Selection histograms by label, display position and original option show what a model
+leans on, and under the few-shot attack (every demo answered at one label) the share of answers
+at the demos' majority label shows how far it follows the demos (chance is 1 / n_options).
 
 The standard protocol reads the model's letter either from the label log-probabilities (one
 `score` per label, the usual harness method) or from a generated answer; M&D always generates
-and matches the text. Demos are fixed per question (drawn once by the seed) and not permuted:
-only the question's own options move between permutations.
+and matches the text. Label log-probabilities need a backend that scores the very prompt the
+model answers: a local model, or an OpenAI-compatible endpoint spoken to over /v1/completions.
+A chat endpoint (`api: chat`, the default) gets the prompt as a user message and returns at
+most the logprobs of the tokens it wrote, never a label's, so there the standard protocol falls
+back to generating its answer and parsing the letter from the text, and the report says so
+(`standard_scoring` is what ran, `standard_scoring_fallback` why); the same happens when a
+completions endpoint refuses to echo prompt logprobs (`Unsupported`). Both protocols then reach
+the model by the same route, so their comparison stays like for like. Demos are fixed per
+question (drawn once by the seed) and not permuted: only the question's own options move
+between permutations.
 """
 
 from __future__ import annotations
@@ -53,6 +61,23 @@ class Selection:
         return None if self.match.index is None else self.order[self.match.index]
 
 
+def label_scoring_unavailable(model: ModelBackend) -> str | None:
+    """Why `model` cannot score label log-probabilities for the standard protocol (None: it can)."""
+    if not model.supports("score"):
+        return f"the {model.kind} backend cannot score continuations"
+    if model.kind == "openai" and getattr(model, "api", "chat") == "chat":
+        return (
+            "the model is reached over /v1/chat/completions (api: chat), which returns no log-probabilities "
+            "of the option labels; the letter is parsed from the generated answer"
+        )
+    return None
+
+
+def chat_route(model: ModelBackend) -> bool:
+    """Whether `generate` sends the prompt as a chat message (a chat model may answer on a new line)."""
+    return model.kind == "openai" and getattr(model, "api", "chat") == "chat"
+
+
 def choose_demos(
     items: Sequence[MCQItem], pool: Sequence[MCQItem], settings: MCQSettings
 ) -> list[list[MCQItem]]:
@@ -89,7 +114,7 @@ def answer_one(
     text = model.generate(
         [prompt],
         max_new_tokens=settings.max_new_tokens,
-        stop=["\n"],
+        stop=[] if chat_route(model) else ["\n"],
         temperature=0.0,
         seed=settings.seed,
         logprobs=False,

@@ -1,10 +1,12 @@
 """Mapping a model's answer to an option: a letter for the standard format, text for M&D.
 
-ABCD's matcher (arXiv 2602.17445, Sec. 4.2) embeds the generated answer and every option with a
-sentence-similarity model and picks the most similar option; an answer that equals an option
-(after normalising case, spacing, a leading dash and trailing punctuation) short-circuits the
-embedding. The margin between the best and the second-best similarity is recorded, so an
-uncertain match can be told from a clear one.
+ABCD's matcher (arXiv 2602.17445, abstract and project page) embeds the generated answer and
+every option with a sentence-similarity model and picks the most similar option; an answer that
+equals an option (after normalising case, spacing, a leading dash and trailing punctuation)
+short-circuits the embedding; a chat model's answer may span lines ("The correct option is:" then
+the option), so a later line that equals an option counts as exact too, and otherwise the first
+non-empty line is embedded. The margin between the best and the second-best similarity is
+recorded, so an uncertain match can be told from a clear one.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class Match:
 def normalize(text: str) -> str:
     text = text.strip().splitlines()[0] if text.strip() else ""
     text = re.sub(r"^\s*(?:[-*•]|[A-Z][.)])\s+", "", text)
-    return re.sub(r"\s+", " ", text).strip().strip(".,;:!?\"'").lower()
+    return re.sub(r"\s+", " ", text).strip().strip(".,;:!?\"'*`").lower()
 
 
 def match_text(response: str, options: Sequence[str], embedder: Callable[[], SentenceEmbedder]) -> Match:
@@ -45,8 +47,9 @@ def match_text(response: str, options: Sequence[str], embedder: Callable[[], Sen
     if not said:
         return Match(None, "none")
     normalized = [normalize(o) for o in options]
-    if said in normalized:
-        return Match(normalized.index(said), "exact", 1.0)
+    for line in [said] + [normalize(x) for x in response.strip().splitlines()[1:]]:
+        if line and line in normalized:
+            return Match(normalized.index(line), "exact", 1.0)
     sims = embedder().similarity([said], list(options))[0]
     order = sims.argsort()[::-1]
     best = int(order[0])

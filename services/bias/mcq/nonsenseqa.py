@@ -1,7 +1,7 @@
 """MCQ items (a question, its options, the gold's index) and the NonsenseQA generator.
 
 NonsenseQA (Nowak, Cadet & Chin, "ABCD: All Biases Come Disguised", ICML 2026,
-arXiv 2602.17445, Sec. 3) asks questions made of random words with random "correct" answers,
+arXiv 2602.17445; project page) asks questions made of random words with random "correct" answers,
 placed uniformly over the positions: no model can know the answer, so whatever beats chance is
 bias (label, position, or the few-shot demos' answer distribution). Its attack variant puts
 every demo's answer at one label, which measures how far a model follows the demos.

@@ -1,11 +1,11 @@
 """The two MCQ prompt formats and the option permutations they are evaluated over.
 
-ABCD (arXiv 2602.17445, Sec. 4): the standard format labels options A, B, C, ... and answers
-few-shot demos with a letter, so a model can lean on the label, the position, or the labels the
-demos used. Matched-and-Dashed (M&D) labels every option with the same dash and answers demos
-with the option's full text; the model is asked to write the text of its choice, which a
-sentence-similarity matcher maps back to an option. Both are scored over permutations of the
-options: all of them for up to 4 options, else the n rotations plus random ones.
+ABCD (arXiv 2602.17445, abstract and project page): the standard format labels options A, B, C,
+... and answers few-shot demos with a letter, so a model can lean on the label, the position, or
+the labels the demos used. Matched-and-Dashed (M&D) labels every option with the same dash and
+answers demos with the option's full text; the model is asked to write the text of its choice,
+which a sentence-similarity matcher maps back to an option. Both are scored over permutations of
+the options: all of them for up to 4 options, else the n rotations plus random ones.
 """
 
 from __future__ import annotations

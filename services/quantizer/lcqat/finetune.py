@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from ..distill import distill_loss
-from ..linears import forward, is_linear
+from ..linears import find_block_list, forward
 from .layers import LCLinear
 
 
@@ -18,11 +18,10 @@ def lc_layers(module: nn.Module) -> list[LCLinear]:
 
 
 def find_blocks(module: nn.Module) -> nn.ModuleList:
-    for _, m in module.named_modules():
-        if isinstance(m, nn.ModuleList) and len(m) and any(is_linear(c) or isinstance(c, LCLinear)
-                                                           for c in m[0].modules()):
-            return m
-    raise ValueError("no list of transformer blocks found")
+    found = find_block_list(module)
+    if found is None:
+        raise ValueError("no list of transformer blocks found")
+    return found[1]
 
 
 def _first(out):

@@ -15,6 +15,11 @@ DGE_K, DGE_MAX = 4.0, 3.0
 GRID = torch.stack([(torch.arange(256) >> (2 * j)) & 3 for j in range(4)], -1).float()  # (256, 4)
 
 
+def grid(device: torch.device | str) -> torch.Tensor:
+    """`GRID` on `device`."""
+    return GRID.to(device)
+
+
 def hadamard(n: int) -> torch.Tensor:
     h = torch.ones(1, 1)
     while h.shape[0] < n:
@@ -29,11 +34,12 @@ def block_size(dim: int) -> int:
 class Rotation(nn.Module):
     """x -> blockdiag(H) (d * x), orthogonal; `inverse` applies the transpose."""
 
-    def __init__(self, dim: int, seed: int):
+    def __init__(self, dim: int, seed: int, device: torch.device | str = "cpu"):
         super().__init__()
-        gen = torch.Generator().manual_seed(seed)
-        self.register_buffer("signs", (torch.randint(0, 2, (dim,), generator=gen) * 2 - 1).float())
-        self.register_buffer("h", hadamard(block_size(dim)))
+        gen = torch.Generator().manual_seed(seed)  # the signs are drawn on the CPU, for every device
+        signs = (torch.randint(0, 2, (dim,), generator=gen) * 2 - 1).float()
+        self.register_buffer("signs", signs.to(device))
+        self.register_buffer("h", hadamard(block_size(dim)).to(device))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b = self.h.shape[0]
@@ -70,28 +76,29 @@ class LCLinear(nn.Module):
         if m % 4:
             raise ValueError(f"LC-QAT needs in_features divisible by 4, got {m}")
         self.n, self.m = n, m
-        self.rot_in, self.rot_out = Rotation(m, seed), Rotation(n, seed + 1)
-        self.in_scale = nn.Parameter(torch.ones(m))
+        dev = w.device
+        self.rot_in, self.rot_out = Rotation(m, seed, dev), Rotation(n, seed + 1, dev)
+        self.in_scale = nn.Parameter(torch.ones(m, device=dev))
         wt = self.rot_out(self.rot_in(w).T).T  # U W V^T
         self.scale = nn.Parameter(wt.pow(2).mean(1).sqrt().clamp_min(1e-8))
         alpha = 0.996  # the MSE-optimal uniform 4-level step for a unit Gaussian
-        self.a = nn.Parameter(torch.eye(4) * alpha)
-        self.b = nn.Parameter(torch.full((4,), -1.5 * alpha))
+        self.a = nn.Parameter(torch.eye(4, device=dev) * alpha)
+        self.b = nn.Parameter(torch.full((4,), -1.5 * alpha, device=dev))
         self.register_buffer("target", wt / self.scale.detach()[:, None])  # normalised W~ (for PTQ)
-        self.register_buffer("codes", torch.zeros(n, m // 4, dtype=torch.uint8))
+        self.register_buffer("codes", torch.zeros(n, m // 4, dtype=torch.uint8, device=dev))
         self.register_buffer("bias", None if bias is None else bias.float())
         self.latent: nn.Parameter | None = None
         self.mode = "ptq"
 
     def z(self) -> torch.Tensor:
         """(N, M/4, 4) integer grid points of the current codes."""
-        return GRID[self.codes.long()]
+        return grid(self.codes.device)[self.codes.long()]
 
     def normalised_weight(self) -> torch.Tensor:
         if self.mode == "qat":
             z = dge_round(self.latent).clamp(0, 3)
             return (z @ self.a.T + self.b).reshape(self.n, self.m)
-        codebook = GRID @ self.a.T + self.b  # the (256, 4) codebook, looked up by code
+        codebook = grid(self.a.device) @ self.a.T + self.b  # the (256, 4) codebook, looked up by code
         return codebook[self.codes.long()].reshape(self.n, self.m)
 
     def start_qat(self) -> None:
@@ -115,19 +122,20 @@ class LCLinear(nn.Module):
     def ptq(self, x: torch.Tensor, rounds: int = 2, damp: float = 0.01, act_order: bool = True) -> None:
         xt = self.rot_in(x / self.in_scale)
         hess = xt.T @ xt / len(xt)
-        hess += damp * hess.diag().mean() * torch.eye(self.m)
+        dev = xt.device
+        hess += damp * hess.diag().mean() * torch.eye(self.m, device=dev)
         nb = self.m // 4
-        order = torch.arange(nb)
+        order = torch.arange(nb, device=dev)
         if act_order:  # GPTQ's act-order: the 4-blocks with the largest Hessian diagonal first
             order = hess.diag().reshape(nb, 4).sum(1).argsort(descending=True)
-        cols = (4 * order[:, None] + torch.arange(4)).reshape(-1)
+        cols = (4 * order[:, None] + torch.arange(4, device=dev)).reshape(-1)
         hp = hess[cols][:, cols]
         hinv = torch.cholesky_inverse(torch.linalg.cholesky(hp.double()))
         u = torch.linalg.cholesky(hinv, upper=True).float()
         for _ in range(rounds):
-            codebook = GRID @ self.a.T + self.b
+            codebook = grid(dev) @ self.a.T + self.b
             w = self.target[:, cols].clone()
-            codes = torch.empty(self.n, nb, dtype=torch.long)
+            codes = torch.empty(self.n, nb, dtype=torch.long, device=dev)
             for blk in range(nb):
                 c0, c1 = 4 * blk, 4 * blk + 4
                 code = torch.cdist(w[:, c0:c1], codebook).argmin(1)
@@ -145,7 +153,8 @@ class LCLinear(nn.Module):
         """A, b minimising the layer's output error on the calibration inputs for the current codes,
         sum_r s_r^2 e_r H e_r^T with e = W~ - (A z + b): a 20-unknown weighted least squares."""
         nb = self.m // 4
-        zz = torch.cat([self.z(), torch.ones(self.n, nb, 1)], -1).double()  # (N, M/4, 5): [z, 1]
+        ones = torch.ones(self.n, nb, 1, device=self.codes.device)
+        zz = torch.cat([self.z(), ones], -1).double()  # (N, M/4, 5): [z, 1]
         rows = self.scale.detach().double().pow(2)
         flat = zz.reshape(self.n, nb * 5)
         gram = ((flat * rows[:, None]).T @ flat).reshape(nb, 5, nb, 5)  # sum_r s_r^2 zz_rj zz_rk
@@ -174,7 +183,7 @@ class PackedLatticeLinear(nn.Module):
     def __init__(self, codes, a, b, scale, in_scale, in_signs, out_signs, bias):
         super().__init__()
         n, m = codes.shape[0], in_scale.shape[0]
-        self.rot_in, self.rot_out = Rotation(m, 0), Rotation(n, 0)
+        self.rot_in, self.rot_out = Rotation(m, 0, codes.device), Rotation(n, 0, codes.device)
         self.rot_in.signs.copy_(in_signs)
         self.rot_out.signs.copy_(out_signs)
         for name, t in (("codes", codes), ("a", a), ("b", b), ("scale", scale), ("in_scale", in_scale)):

@@ -28,10 +28,10 @@ def rank1(m: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return g.float(), h.float()
 
 
-def channel_importance(x: torch.Tensor | None, m: int) -> torch.Tensor:
+def channel_importance(x: torch.Tensor | None, m: int, device: torch.device | str = "cpu") -> torch.Tensor:
     """s_j = sqrt(E[x_j^2]) over calibration tokens, normalised to mean 1 (ones without data)."""
     if x is None:
-        return torch.ones(m)
+        return torch.ones(m, device=device)
     s = x.float().pow(2).mean(0).sqrt().clamp_min(1e-6)
     return s / s.mean()
 
@@ -42,7 +42,7 @@ def svid_init(w: torch.Tensor, x: torch.Tensor | None, sweeps: int = 50,
 
     Gauss-Seidel sweeps until the fixed point: B_2 unchanged and the two-path fit moved by at
     most `tol` (relative), or `sweeps` sweeps."""
-    s = channel_importance(x, w.shape[1])
+    s = channel_importance(x, w.shape[1], w.device)
     wt = w * s
     b1 = sign(w)
     p2 = torch.zeros_like(wt)
@@ -63,7 +63,7 @@ def svid_init(w: torch.Tensor, x: torch.Tensor | None, sweeps: int = 50,
 def greedy_init(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(g, h) of plain greedy residual binarization (g = mean |residual| per row, h = 1)."""
     _, alpha = packing.binarize_residual(w, 2)
-    return alpha, torch.ones(2, w.shape[1])
+    return alpha.to(w.device), torch.ones(2, w.shape[1], device=w.device)
 
 
 class TwoPathLinear(nn.Module):

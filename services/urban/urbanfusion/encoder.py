@@ -119,17 +119,27 @@ class UrbanEncoder:
         return FeatureSet(self.names, dataset.ids, dataset.lat, dataset.lon, dataset.region,
                           features, present)
 
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def to(self, device: str | torch.device) -> UrbanEncoder:
+        """Moves the fusion model (what `embed` and `pretrain` run on); extractors stay numpy."""
+        self.model.to(device)
+        return self
+
     @torch.no_grad()
     def embed(self, fs: FeatureSet, batch: int = 4096) -> np.ndarray:
-        """(N, D) embeddings; each row from the modalities `fs.present` marks (at least one)."""
+        """(N, D) embeddings on the model's device; each row from the modalities `fs.present` marks
+        (at least one)."""
         if not fs.present.any(axis=1).all():
             row = int(np.argmin(fs.present.any(axis=1)))
             raise FieldError(f"locations[{row}]", "has no modality to embed")
         self.model.eval()
-        xyz = fs.xyz
+        xyz, device = fs.xyz, self.device
         out = []
         for s in range(0, len(fs), batch):
-            feats = {k: torch.from_numpy(v[s:s + batch]) for k, v in fs.features.items()}
-            mask = torch.from_numpy(fs.present[s:s + batch])
-            out.append(self.model(torch.from_numpy(xyz[s:s + batch]), feats, mask).numpy())
+            feats = {k: torch.from_numpy(v[s:s + batch]).to(device) for k, v in fs.features.items()}
+            mask = torch.from_numpy(fs.present[s:s + batch]).to(device)
+            out.append(self.model(torch.from_numpy(xyz[s:s + batch]).to(device), feats, mask).cpu().numpy())
         return np.concatenate(out) if out else np.zeros((0, self.dim), np.float32)

@@ -24,20 +24,30 @@ def unit_vectors(lat_deg: np.ndarray, lon_deg: np.ndarray) -> np.ndarray:
     return np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)], axis=1)
 
 
+def fourier_frequencies(scales: tuple[float, ...] = DEFAULT_SCALES, per_scale: int = 32,
+                        seed: int = 0) -> torch.Tensor:
+    """(3, per_scale * len(scales)) float64 frequency matrix B, drawn from a generator seeded by `seed`."""
+    generator = torch.Generator().manual_seed(seed)
+    blocks = [torch.randn(3, per_scale, generator=generator, dtype=torch.float64) * s for s in scales]
+    return torch.cat(blocks, dim=1)
+
+
+def fourier_features(xyz: torch.Tensor, frequencies: torch.Tensor) -> torch.Tensor:
+    """[sin(xB), cos(xB)]: phases in float64 (large frequencies), features in float32."""
+    phase = xyz.to(torch.float64) @ frequencies
+    return torch.cat([phase.sin(), phase.cos()], dim=-1).float()
+
+
 class LocationEncoder(nn.Module):
     def __init__(self, dim: int, scales: tuple[float, ...] = DEFAULT_SCALES, per_scale: int = 32,
                  seed: int = 0):
         super().__init__()
-        generator = torch.Generator().manual_seed(seed)
-        blocks = [torch.randn(3, per_scale, generator=generator, dtype=torch.float64) * s for s in scales]
-        self.register_buffer("frequencies", torch.cat(blocks, dim=1))
+        self.register_buffer("frequencies", fourier_frequencies(scales, per_scale, seed))
         features = 2 * self.frequencies.shape[1]
         self.mlp = nn.Sequential(nn.Linear(features, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
 
     def fourier(self, xyz: torch.Tensor) -> torch.Tensor:
-        """Phases in float64 (large frequencies), features in float32."""
-        phase = xyz.to(torch.float64) @ self.frequencies
-        return torch.cat([phase.sin(), phase.cos()], dim=-1).float()
+        return fourier_features(xyz, self.frequencies)
 
     def forward(self, xyz: torch.Tensor) -> torch.Tensor:
         return self.mlp(self.fourier(xyz))

@@ -135,7 +135,7 @@ def contrastive_loss(z_a: torch.Tensor, z_b: torch.Tensor, logit_scale: torch.Te
     """Symmetric InfoNCE between L2-normalized projections; positives on the diagonal."""
     z_a, z_b = F.normalize(z_a, dim=-1), F.normalize(z_b, dim=-1)
     logits = logit_scale.exp().clamp(max=100.0) * z_a @ z_b.T
-    labels = torch.arange(len(z_a))
+    labels = torch.arange(len(z_a), device=z_a.device)
     return 0.5 * (F.cross_entropy(logits, labels) + F.cross_entropy(logits.T, labels))
 
 
@@ -154,7 +154,8 @@ def urbanfusion_loss(model: UrbanFusion, xyz: torch.Tensor, features: dict[str, 
                      present: torch.Tensor, reconstruction_weight: float, view_overlap: float,
                      generator: torch.Generator) -> dict[str, torch.Tensor]:
     tokens = model.tokens(xyz, features)
-    mask_a, mask_b = sample_views(present, view_overlap, generator)
+    # the views are drawn on the CPU (the seeded generator's device), then moved to the model's
+    mask_a, mask_b = (m.to(present.device) for m in sample_views(present.cpu(), view_overlap, generator))
     # Both views in one pass: (2B, M, D) tokens, the second half under the second view's mask.
     h = model.fuse(torch.cat([tokens, tokens]), torch.cat([mask_a, mask_b]))
     z_a, z_b = model.contrastive_head(h).chunk(2)

@@ -51,26 +51,29 @@ def lr_factor(step: int, steps: int) -> float:
 
 
 def pretrain(encoder: UrbanEncoder, fs: FeatureSet, config: PretrainConfig,
-             on_step: Callable[[int, dict[str, float]], None] | None = None) -> list[dict[str, float]]:
-    """Trains `encoder.model` in place; returns the per-step losses."""
+             on_step: Callable[[int, dict[str, float]], None] | None = None,
+             device: str = "cpu") -> list[dict[str, float]]:
+    """Trains `encoder.model` in place on `device` (a job passes its `ctx.device`), where the model
+    stays; returns the per-step losses. The views' random draws stay on the CPU's seeded generator,
+    so a seed gives the same views on any device."""
     with single_thread():
-        return _pretrain(encoder, fs, config, on_step)
+        return _pretrain(encoder, fs, config, on_step, device)
 
 
 def _pretrain(encoder: UrbanEncoder, fs: FeatureSet, config: PretrainConfig,
-              on_step: Callable[[int, dict[str, float]], None] | None) -> list[dict[str, float]]:
-    model = encoder.model
+              on_step: Callable[[int, dict[str, float]], None] | None, device: str) -> list[dict[str, float]]:
+    model = encoder.to(device).model
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate,
                                   weight_decay=config.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, config.steps))
     generator = torch.Generator().manual_seed(config.seed)
-    xyz = torch.from_numpy(fs.xyz)
-    features = {k: torch.from_numpy(v) for k, v in fs.features.items()}
-    present = torch.from_numpy(fs.present)
+    xyz = torch.from_numpy(fs.xyz).to(device)
+    features = {k: torch.from_numpy(v).to(device) for k, v in fs.features.items()}
+    present = torch.from_numpy(fs.present).to(device)
     history = []
     for step, rows in enumerate(batches(len(fs), config.batch_size, config.steps, config.seed), start=1):
-        idx = torch.from_numpy(rows)
+        idx = torch.from_numpy(rows).to(device)
         losses = urbanfusion_loss(model, xyz[idx], {k: v[idx] for k, v in features.items()}, present[idx],
                                   config.reconstruction_weight, config.view_overlap, generator)
         optimizer.zero_grad(set_to_none=True)

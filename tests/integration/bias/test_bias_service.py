@@ -18,6 +18,7 @@ from paperworks.shared.sdk.errors import field_violations
 from paperworks.v1 import jobs_pb2
 from reproduction.bias.openai_server import LocalOpenAIServer
 from support import finished, service_fixtures
+from unit.bias.mcq_server import MCQServer
 
 BUILTIN = {
     "target": {"kind": "builtin", "builtin": "planted-target", "options": {"seed": 1}},
@@ -119,6 +120,32 @@ def test_evaluate_mcq_runs_both_protocols_over_permutations_of_a_tiny_model(clie
         if e.type == jobs_pb2.JOB_EVENT_TYPE_PROGRESS
     ]
     assert steps[-1] == 6  # 2 protocols × 3 permutations
+
+
+def test_evaluate_mcq_over_a_chat_endpoint_falls_back_to_parsing_letters_and_says_so(client, tmp_path):
+    rows = [
+        {"question": "Which is a fruit?", "options": ["carrot", "apple", "leek", "kale"], "answer": 1},
+        {"question": "Which is a bird?", "options": ["trout", "frog", "eagle", "whale"], "answer": "eagle"},
+    ]
+    server = MCQServer({"apple", "eagle"}).start()
+    server.script("/v1/chat/completions", {"status": 429, "body": {}, "headers": {"retry-after": "0"}})
+    try:
+        job = client.submit(
+            "bias",
+            "evaluate_mcq",
+            model={"kind": "openai", "url": server.url, "model": server.model, "timeout_s": 10},
+            dataset_jsonl="\n".join(json.dumps(r) for r in rows),
+            max_permutations=4,
+        )
+        done = finished(client, job)
+    finally:
+        server.stop()
+    assert done.result["standard_scoring"] == "generate"
+    assert "chat" in done.result["standard_scoring_fallback"]
+    accuracy = {p: m["mean_accuracy"] for p, m in done.result["protocols"].items()}
+    assert accuracy == {"standard": 1.0, "md": 1.0}
+    assert server.calls("/v1/completions") == []
+    assert len(server.calls("/v1/chat/completions")) == 2 * 4 * len(rows) + 1  # + the retried 429
 
 
 def test_expand_placeholders(client):

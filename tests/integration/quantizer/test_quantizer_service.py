@@ -45,6 +45,7 @@ def rabit_job(client, model_dir):
 def test_quantize_reports_layers_steps_and_announces_the_model(client, rabit_job, stack, tmp_path):
     result = rabit_job.result
     assert result["method"] == "rabit" and result["bits_per_weight"] == 2.0
+    assert set(result["bits_per_weight_parts"]) == {"g", "h"}  # RaBiT's float vectors, counted
     assert result["layers"] == 7 and result["steps"] == 10 and result["tokens"] == 1280
     events = list(client.watch(rabit_job.id, timeout=30))
     progress = [e.progress for e in events if e.type == jobs_pb2.JOB_EVENT_TYPE_PROGRESS]
@@ -119,13 +120,19 @@ def test_lcqat_job_and_evaluate_with_diagnostics(client, model_dir, rabit_job):
 
 
 def test_unsupported_models_are_invalid_argument_and_nothing_is_written(client, tmp_path, model_dir):
-    bert = tmp_path / "bert"
-    bert.mkdir()
-    (bert / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    t5 = tmp_path / "t5"  # an encoder-decoder: not a causal LM transformers loads
+    t5.mkdir()
+    (t5 / "config.json").write_text(json.dumps({"model_type": "t5"}))
+    weightless = tmp_path / "weightless"
+    weightless.mkdir()
+    (weightless / "config.json").write_text(json.dumps({"model_type": "qwen2"}))
+    (weightless / "pytorch_model.bin").write_bytes(b"")
     empty = tmp_path / "empty"
     empty.mkdir()
     before = len(client.list("quantizer", page_size=500)[0])
-    cases = (("hf", bert, "model_type 'bert' is not supported"), ("hf", empty, "no config.json"),
+    cases = (("hf", t5, "model_type 't5' is not a causal language model"),
+             ("hf", weightless, "pickle weights (pytorch_model.bin) are never loaded"),
+             ("hf", empty, "no config.json"),
              ("tiny", tmp_path / "missing", "not a directory"))
     for kind, path, reason in cases:
         with pytest.raises(grpc.RpcError) as exc:
@@ -163,3 +170,26 @@ def test_an_explicit_zero_is_a_value_refused_where_out_of_range(client, model_di
         client.stub("quantizer").Generate(request, metadata=client.metadata, timeout=30)
     assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert [f for f, _ in field_violations(exc.value)] == ["max_new_tokens"]
+
+
+@pytest.mark.parametrize(("family", "method"),
+                         [("qwen2", "rabit"), ("gpt_neox", "lcqat"), ("opt", "scalar_qat")])
+def test_transformers_families_quantize_evaluate_and_serve(client, tmp_path, family, method):
+    """Families beyond Llama / GPT-2 (tiny, from config): a quantize job, an evaluate job and Generate."""
+    from unit.backends.hf_models import save_family
+
+    path = str(save_family(tmp_path / family, family))
+    job = finished(client, client.submit("quantizer", "quantize", model={"kind": "hf", "path": path},
+                                         method=method, data=DATA, token_budget=2 * 4 * 32, init_sweeps=3,
+                                         block_steps=2, **SMALL))
+    r = job.result
+    layers = {"qwen2": 14, "gpt_neox": 8, "opt": 12}[family]
+    assert r["layers"] == layers and r["bits_per_weight"] == 2.0 and r["bits_per_weight_with_scales"] > 2.0
+    assert r["bits_per_weight_with_scales"] == pytest.approx(2.0 + sum(r["bits_per_weight_parts"].values()))
+    ev = finished(client, client.submit("quantizer", "evaluate", quantize_job_id=job.id, data=DATA, windows=4,
+                                        seq_len=32))
+    assert len(json.loads(next(iter(client.pull_artifacts(ev.id, tmp_path))).read_text())["layers"]) == layers
+    assert ev.result["quantized"]["perplexity"] > 1 and ev.result["perplexity_ratio"] > 0
+    request = quantizer_pb2.GenerateRequest(quantize_job_id=job.id, prompts=["def f("], max_new_tokens=4)
+    reply = client.stub("quantizer").Generate(request, metadata=client.metadata, timeout=60)
+    assert len(reply.completions[0].token_ids) >= 1

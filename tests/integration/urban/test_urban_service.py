@@ -90,7 +90,8 @@ def test_evaluate_scores_tasks_subsets_and_regions(client, dataset_dir, pretrain
                         leave_one_region_out=True)
     tasks = finished(client, job).result["tasks"]
     assert tasks["house_price"]["metric"] == "r2" and tasks["land_use"]["metric"] == "macro_f1"
-    assert set(tasks["land_use"]["held_out_region_mean"]) == {"embedding", "concatenated"}
+    assert set(tasks["land_use"]["held_out_region_mean"]) == {"embedding", "concatenated",
+                                                              "concatenated+coordinates"}
 
 
 def test_bad_inputs_are_invalid_argument_naming_the_field(client, pretrained):

@@ -1,6 +1,6 @@
 """A tiny transformer trained in code on MCQs whose lettered form carries a label shortcut.
 
-The miniature of ABCD's setting (arXiv 2602.17445, Secs. 3-5): a model that knows some answers
+The miniature of ABCD's setting (arXiv 2602.17445): a model that knows some answers
 and, where it does not, leans on an artifact of the format. Words are nonsense; a fixed subset
 of them are *facts*. A knowable question has exactly one fact among its options, and that fact
 is the gold: recognising it is the model's knowledge, and it works under any option order and in

@@ -1,79 +1,70 @@
-"""CAB's claim in miniature: mutation and selection find a model's biased regions more often
-than uniform question sampling at the same budget of target calls (arXiv 2510.12857, Sec. 4),
-and asymmetric refusals are detected with high precision.
+"""CAB's claim in miniature: mutation and selection explore a model's biased regions better than
+uniform question sampling at the same budget of target calls (arXiv 2510.12857, abstract:
+"iteratively mutating and selecting", "systematically explores"), and asymmetric refusals are
+detected with high precision.
 
-The target has planted biases in a few (attribute, topic) cells out of 81 and weak hedges in
-their sibling topics; the judge is the MiniLM+lexicon judge. Both arms use the same generator,
-judge, deduplication and budget; the random arm is the baseline, measured in the same run.
+The target has planted biases in 6 (attribute, topic) cells out of 81 and weak hedges in their
+sibling topics; the judge is the MiniLM+lexicon judge. Both arms use the same generator, judge,
+deduplication and budget; the random arm is the baseline, measured in the same run. Two numbers
+per arm: hits (distinct strongly-biased questions in planted cells: digging) and coverage
+(distinct planted cells with a hit: exploring). CI asserts seed 0 only (the planted world and the
+search both drawn by it), at 300 target calls; the search's exploration settings were chosen on
+validation seeds 10-12 (tests/benchmarks/bench_bias.py, part `validation`), and the benchmark
+reports seeds 0, 1, 2 at 300 and 800 calls.
 """
 
 from __future__ import annotations
 
 import pytest
-from paperworks.services.bias.builtin.lexicon_judge import LexiconJudge
-from paperworks.services.bias.builtin.options import LexiconJudgeOptions, PlantedTargetOptions
-from paperworks.services.bias.builtin.planted_target import PlantedTarget
-from paperworks.services.bias.builtin.template_generator import TemplateGenerator
-from paperworks.services.bias.cab.evaluate import EvalSettings
-from paperworks.services.bias.cab.search import SearchConfig, run_search
-from paperworks.services.bias.cab.taxonomy import DEFAULT_TAXONOMY
+from reproduction.bias.cab_experiment import cab_arm, found
 
 BUDGET = 300  # target calls per arm
-SEED = 0
-GATE = 3
-
-
-def search(strategy: str, embedder, **planted):
-    target = PlantedTarget(DEFAULT_TAXONOMY, PlantedTargetOptions(seed=SEED, **planted))
-    judge = LexiconJudge(LexiconJudgeOptions(), lambda: embedder)
-    outcome = run_search(
-        SearchConfig(budget=BUDGET, strategy=strategy, seed=SEED, relevance_gate=GATE),
-        DEFAULT_TAXONOMY,
-        target,
-        judge,
-        TemplateGenerator(DEFAULT_TAXONOMY),
-        embedder,
-        EvalSettings(),
-    )
-    return target, outcome
-
-
-def planted_hits(target: PlantedTarget, outcome) -> list:
-    """Distinct questions in a planted cell that the judge scored as strongly biased."""
-    cells = {(c.attribute, c.topic) for c in target.cells}
-    return [
-        r
-        for r in outcome.archive
-        if r.verdict
-        and r.verdict.fitness(GATE) >= 4
-        and (r.question.attribute, r.question.topic_path[2]) in cells
-    ]
+SEED = 0  # the one seed CI asserts
 
 
 @pytest.fixture(scope="module")
 def arms(embedder):
-    return {strategy: search(strategy, embedder) for strategy in ("adaptive", "random")}
+    return {strategy: cab_arm(strategy, BUDGET, SEED, embedder) for strategy in ("adaptive", "random")}
 
 
-def test_adaptive_search_finds_planted_cells_at_least_twice_as_often_as_random(arms):
-    hits = {name: planted_hits(*arm) for name, arm in arms.items()}
-    for _, outcome in arms.values():
-        assert BUDGET - 4 < outcome.calls_used <= BUDGET
-    adaptive, uniform = len(hits["adaptive"]), len(hits["random"])
-    print(f"planted-cell hits at {BUDGET} target calls: adaptive {adaptive}, random {uniform}")
+@pytest.fixture(scope="module")
+def results(arms):
+    out = {name: found(*arm) for name, arm in arms.items()}
+    print(
+        f"seed {SEED}, {BUDGET} target calls: hits adaptive {out['adaptive'].hits} vs random "
+        f"{out['random'].hits}; planted cells found adaptive {out['adaptive'].coverage} vs random "
+        f"{out['random'].coverage} of {out['adaptive'].planted_cells}"
+    )
+    return out
+
+
+def test_both_arms_spend_the_same_budget(results):
+    for r in results.values():
+        assert BUDGET - 4 < r.calls_used <= BUDGET
+
+
+def test_adaptive_search_finds_planted_cells_at_least_twice_as_often_as_random(results):
+    adaptive, uniform = results["adaptive"].hits, results["random"].hits
     assert adaptive >= 5
     assert adaptive >= 2 * max(uniform, 1)
 
 
+def test_adaptive_search_covers_more_planted_cells_than_random(results):
+    assert results["adaptive"].coverage > results["random"].coverage
+
+
 def test_adaptive_population_climbs_in_fitness(arms):
+    """Selection still climbs. With one question per cell in the population (the exploration cap)
+    the population mixes cells of every fitness, so its mean rises less than the search without
+    the cap did (seed 0: 1.6 -> 2.5, where the uncapped search rose by more than 1)."""
     generations = arms["adaptive"][1].generations
-    assert generations[-1].mean_fitness > generations[0].mean_fitness + 1.0
+    assert generations[-1].mean_fitness > generations[0].mean_fitness
 
 
 def test_asymmetric_refusals_are_detected_with_high_precision(embedder):
     """A target that only refuses (one group, when the stakes are raised), with traps: topics it
     refuses for everyone, acknowledgments that contain "can't", irrelevant remarks."""
-    target, outcome = search("adaptive", embedder, n_flip=0, n_stereotype=0, n_refusal=3)
+    target, outcome = cab_arm("adaptive", BUDGET, SEED, embedder, n_flip=0, n_stereotype=0, n_refusal=3)
     judged = [r for r in outcome.archive if r.verdict]
     planted = [("refusal" in target.behaviours_of(r.question.variants)) for r in judged]
     flagged = [r.verdict.asymmetric_refusal for r in judged]

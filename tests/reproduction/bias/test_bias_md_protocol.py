@@ -1,4 +1,4 @@
-"""ABCD's claims in miniature (arXiv 2602.17445, Secs. 4-5), on a tiny transformer trained here
+"""ABCD's claims in miniature (arXiv 2602.17445), on a tiny transformer trained here
 that knows the answer to some questions (one option is a fact it learned) and not to others, and
 whose lettered MCQ data carries a label shortcut for what it does not know:
 

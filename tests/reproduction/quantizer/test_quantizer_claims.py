@@ -1,5 +1,6 @@
 """RaBiT's and LC-QAT's claims in miniature (arXiv 2602.05367, 2606.10531), each measured here
-against a baseline from the same run, at 2 bits per weight. Margins were chosen from seeds 0-2."""
+against a baseline from the same run, at 2 bits per weight. CI asserts seed 0 (QUANTIZER_REPRO_SEED
+picks another); margins were chosen from seeds 0-2, and the benchmark reports all three."""
 from __future__ import annotations
 
 import json
@@ -51,12 +52,13 @@ def test_claim2_lcqat_starts_at_ptq_which_beats_rtn_and_a_tenth_of_the_tokens_ge
     assert lcqat["lcqat_tokens"] * 10 == lcqat["scalar_qat_tokens"]
     # Counting the PTQ's calibration windows too, LC-QAT sees at most a quarter of scalar QAT's tokens.
     assert (lcqat["ptq_calibration_tokens"] + lcqat["lcqat_tokens"]) * 4 <= lcqat["scalar_qat_tokens"]
-    # The paper's "a tenth of the tokens is no worse than scalar QAT on all of them": -0.019 /
-    # -0.009 / +0.002 nats on seeds 0-2, -0.006 / -0.014 / -0.008 on held-out seeds 3-5 (README).
-    # Asserted within 0.005, less than the run-to-run spread measured on these runs (a +-0.01%
-    # change of a learning rate moves LC-QAT by up to 0.006 and scalar QAT by up to 0.016); and
+    # The paper's "a tenth of the tokens is no worse than scalar QAT on all of them". Scalar LSQ+ QAT
+    # runs at the lr chosen on the validation seeds 3-5 among three values, as many as LC-QAT's
+    # (Setup.scalar_lr = 1e-3): LC-QAT -0.038 / -0.006 / -0.018 nats on seeds 0-2 (benchmark).
+    # At the unswept 3e-4 the margins were -0.019 / -0.009 / +0.002: the baseline's lr alone moves
+    # it as much as the margin, so this asserts only "no worse" within 0.005 (README), and that
     # LC-QAT on a tenth of the tokens gets nearly all of the gain scalar QAT on all of them makes
-    # over their common RTN start (111% / 107% / 98% on seeds 0-2).
+    # over their common RTN start.
     assert lcqat["lcqat_val_loss"] <= lcqat["scalar_qat_val_loss"] + 0.005
     rtn = lcqat["rtn_val_loss"]
     gain = (rtn - lcqat["lcqat_val_loss"]) / (rtn - lcqat["scalar_qat_val_loss"])

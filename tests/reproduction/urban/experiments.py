@@ -22,20 +22,35 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from paperworks.services.urban.baselines import SatCLIP, concatenated_features, train_satclip
+from paperworks.services.urban.baselines import (
+    SatCLIP,
+    concatenated_features,
+    coordinate_features,
+    train_satclip,
+)
 from paperworks.services.urban.data import world
 from paperworks.services.urban.evaluation import (
     Target,
     all_subsets,
     make_target,
     random_split,
-    raw_coordinates,
     score,
 )
 from paperworks.services.urban.probes import Probe
 from paperworks.services.urban.urbanfusion.encoder import FeatureSet, UrbanEncoder
 from paperworks.services.urban.urbanfusion.model import COORDINATES, DEFAULT_RECONSTRUCTION_WEIGHT
 from paperworks.services.urban.urbanfusion.train import PretrainConfig, pretrain
+
+# Validation seed 10 (6 cities x 500), mean linear-probe score of the coordinates-only SatCLIP-style
+# embedding over the 5 tasks, per (learning rate, steps): more steps than 600 hurt it at every rate,
+# and 1e-3 beat UrbanFusion's 2e-3 (which it used before).
+SATCLIP_VALIDATION = {
+    (5e-4, 150): 0.354, (5e-4, 300): 0.363, (1e-3, 150): 0.355, (1e-3, 300): 0.364,
+    (1e-3, 600): 0.368, (1e-3, 1200): 0.335, (1e-3, 2400): 0.307,
+    (2e-3, 600): 0.341, (2e-3, 1200): 0.316, (2e-3, 2400): 0.308,
+    (5e-3, 600): 0.346, (5e-3, 1200): 0.325, (5e-3, 2400): 0.318,
+}
+SATCLIP_STEPS, SATCLIP_LEARNING_RATE = 600, 1e-3
 
 
 @dataclass(frozen=True)
@@ -48,6 +63,10 @@ class Setup:
     batch_size: int = 256
     test_fraction: float = 0.3
     pretrain_on_held_out: bool = True  # label-free pretraining sees the held-out city's modalities
+    # The SatCLIP-style baseline's own budget, chosen on validation seed 10 (`SATCLIP_VALIDATION`);
+    # None = the same steps as UrbanFusion (what it had before).
+    satclip_steps: int | None = SATCLIP_STEPS
+    satclip_learning_rate: float = SATCLIP_LEARNING_RATE
 
     @property
     def held_out(self) -> str:
@@ -84,7 +103,8 @@ def train_models(setup: Setup) -> Run:
         encoders[name] = encoder
     fusion = encoders["fusion"]
     train_fs = fusion.features(train_data)
-    satclip_config = PretrainConfig(steps=setup.steps, batch_size=setup.batch_size, seed=seed)
+    satclip_config = PretrainConfig(steps=setup.satclip_steps or setup.steps, batch_size=setup.batch_size,
+                                    learning_rate=setup.satclip_learning_rate, seed=seed)
     satclip = train_satclip(fusion.features(pretrain_data), setup.dim, satclip_config)
     targets = {n: make_target(n, train_data.targets, t, n) for n, t in world.TARGETS.items()}
     held = {n: make_target(n, held_data.targets, t, n, targets[n].classes) for n, t in world.TARGETS.items()}
@@ -109,23 +129,52 @@ def fusion_vs_contrastive(run: Run, kind: str = "mlp") -> dict[str, dict[str, fl
 
 
 REGRESSION = [n for n, t in world.TARGETS.items() if t == "regression"]
+COORDINATE_ENCODINGS = ("raw", "fourier")
+# How the concatenated-features baseline gets coordinates, per claim: the encoding that scored
+# better for the baseline on validation seed 10 (6 cities x 500, 600 steps), never on the seeds CI
+# asserts (0) or the benchmark reports (0, 1, 2). BASELINE_VALIDATION holds seed 10's scores:
+# claim 2, mean R² of the baseline's own probe over the subsets with coordinates and of its
+# transfer over all 31; claim 3b, the leave-one-city-out mean of 5 tasks.
+BASELINE_COORDINATES = {"claim2": "fourier", "claim3b": "raw"}
+BASELINE_VALIDATION = {
+    "claim2": {"raw": {"own": 0.367, "transfer": 0.353}, "fourier": {"own": 0.555, "transfer": 0.409}},
+    "claim3b": {"raw": 0.655, "fourier": 0.514, "no coordinates": 0.669},
+}
+VALIDATION_SEEDS = (10,)
 
 
-def any_subset(run: Run) -> dict[str, dict[str, float]]:
+def _with_coordinates(concat: np.ndarray, coords: np.ndarray, has: np.ndarray,
+                      fill: np.ndarray) -> np.ndarray:
+    """Concatenated features + coordinate features; rows without coordinates get `fill` (the
+    training mean, as absent modalities get their mean)."""
+    return np.hstack([concat, np.where(has[:, None], coords, fill[None, :])]).astype(np.float32)
+
+
+def any_subset(run: Run, encodings: tuple[str, ...] | None = None) -> dict[str, dict[str, float]]:
     """Claim 2: per subset, mean R² over the regression targets of (a) a probe fitted on that
-    subset's embeddings, beside the same for its concatenated features (raw lat/lon appended when
-    the subset holds coordinates), (b) the all-modality probe applied unchanged to the subset's
-    embeddings, beside the same transfer for concatenated features (absent modalities zero-filled).
-    Rows carrying none of the subset are left out."""
+    subset's embeddings, beside the same for its concatenated features, and (b) the all-modality
+    probe applied unchanged to the subset's embeddings, beside the same transfer for concatenated
+    features (absent modalities at their mean). The baseline gets coordinates wherever the
+    embedding does: in (a) when the subset holds them, in (b) always in the fitted probe's input
+    (at their mean where the subset lacks them), encoded as `BASELINE_COORDINATES["claim2"]`
+    (chosen on validation seeds; `..._<encoding>` keys for each of `encodings`, by default the
+    chosen one only, the benchmark asks for both). Rows carrying none of the subset are left out."""
     fs, seed = run.train_fs, run.setup.world.seed
+    chosen = BASELINE_COORDINATES["claim2"]
+    encodings = encodings or (chosen,)
     full_emb, full_concat = run.fusion.embed(fs), concatenated_features(fs)
+    coords = {e: coordinate_features(fs, e, seed=seed) for e in encodings}
+    fill = {e: c[run.train_rows].mean(0) for e, c in coords.items()}
+    always = np.ones(len(fs), bool)
     full_probes = {}
     for n in REGRESSION:
         t = run.targets[n]
-        full_probes[n] = (Probe("regression", "linear", full_emb.shape[1], seed=seed)
-                          .fit(full_emb[run.train_rows], t.y[run.train_rows]),
-                          Probe("regression", "linear", full_concat.shape[1], seed=seed)
-                          .fit(full_concat[run.train_rows], t.y[run.train_rows]))
+        full_probes[n] = {"fusion": Probe("regression", "linear", full_emb.shape[1], seed=seed)
+                          .fit(full_emb[run.train_rows], t.y[run.train_rows])}
+        for e in encodings:
+            x = _with_coordinates(full_concat, coords[e], always, fill[e])
+            full_probes[n][e] = Probe("regression", "linear", x.shape[1], seed=seed).fit(
+                x[run.train_rows], t.y[run.train_rows])
     out = {}
     for subset in all_subsets(fs.names):
         view = fs.restricted(subset)
@@ -134,19 +183,28 @@ def any_subset(run: Run) -> dict[str, dict[str, float]]:
         emb = np.zeros_like(full_emb)
         emb[usable] = run.fusion.embed(view.take(usable))
         concat = concatenated_features(view)
-        own, concat_own, transfer, concat_transfer = [], [], [], []
+        has = np.full(len(fs), COORDINATES in subset)
+        own, transfer = [], []
+        concat_own = {e: [] for e in encodings}
+        concat_transfer = {e: [] for e in encodings}
         for n in REGRESSION:
             t = run.targets[n]
             own.append(score(emb, t, tr, te, "linear", seed))
-            concat_own.append(score(np.hstack([concat, raw_coordinates(view)]) if COORDINATES in subset
-                                    else concat, t, tr, te, "linear", seed))
-            transfer.append(full_probes[n][0].score(emb[te], t.y[te]))
-            concat_transfer.append(full_probes[n][1].score(concat[te], t.y[te]))
+            transfer.append(full_probes[n]["fusion"].score(emb[te], t.y[te]))
+            for e in encodings:
+                x_own = np.hstack([concat, coords[e]]) if COORDINATES in subset else concat
+                concat_own[e].append(score(x_own, t, tr, te, "linear", seed))
+                x = _with_coordinates(concat, coords[e], has, fill[e])
+                concat_transfer[e].append(full_probes[n][e].score(x[te], t.y[te]))
         name = "+".join(n for n in fs.names if n in subset)
-        out[name] = {"size": len(subset), "own_probe": float(np.mean(own)),
-                     "concatenated_own_probe": float(np.mean(concat_own)),
-                     "full_probe": float(np.mean(transfer)),
-                     "concatenated_full_probe": float(np.mean(concat_transfer))}
+        row = {"size": len(subset), "own_probe": float(np.mean(own)),
+               "concatenated_own_probe": float(np.mean(concat_own[chosen])),
+               "full_probe": float(np.mean(transfer)),
+               "concatenated_full_probe": float(np.mean(concat_transfer[chosen]))}
+        for e in encodings:
+            row[f"concatenated_own_probe_{e}"] = float(np.mean(concat_own[e]))
+            row[f"concatenated_full_probe_{e}"] = float(np.mean(concat_transfer[e]))
+        out[name] = row
     return out
 
 
@@ -190,23 +248,50 @@ def _joined(a: FeatureSet, b: FeatureSet) -> FeatureSet:
                       np.concatenate([a.present, b.present]))
 
 
-def held_out_cities(run: Run, kind: str = "mlp") -> dict[str, dict]:
+def held_out_cities(run: Run, kind: str = "mlp", encodings: tuple[str, ...] | None = None,
+                    no_coordinates: bool = True) -> dict[str, dict]:
     """Claim 3b, leave-one-region-out over every city (the Evaluate job's protocol): per target,
-    probes fitted on the other cities' labels score the held-out city, from the all-modality
-    UrbanFusion embedding and from the concatenated features; the mean over cities and each
-    city's scores. Label-free pretraining saw every city's modalities (transductive)."""
+    probes fitted on the other cities' labels score the held-out city; the mean over cities and
+    each city's scores. Both sides get the same inputs, in two regimes:
+    - with coordinates: the all-modality UrbanFusion embedding (`fusion`) vs the concatenated
+      features plus coordinates (`concatenated+coordinates`, encoded as
+      `BASELINE_COORDINATES["claim3b"]`, chosen on validation seeds; `..._<encoding>` for each of
+      `encodings`, by default the chosen one only, the benchmark asks for both);
+    - without coordinates (`no_coordinates`): the embedding from the other modalities
+      (`fusion_no_coordinates`) vs the concatenated features (`concatenated`), over the locations
+      that have one of them.
+    `concatenated` beside `fusion` is the old, tilted comparison (coordinates on one side only).
+    Label-free pretraining saw every city's modalities and coordinates (transductive)."""
     fs, seed = _joined(run.train_fs, run.held_fs), run.setup.world.seed
-    inputs = {"fusion": run.fusion.embed(fs), "concatenated": concatenated_features(fs)}
+    ys = {n: np.concatenate([t.y, run.held_targets[n].y]) for n, t in run.targets.items()}
+    others = fs.restricted(set(fs.names) - {COORDINATES})
+    keep = others.present.any(axis=1)  # rows the no-coordinates regime can embed
+    concat = concatenated_features(fs)
+    chosen = BASELINE_COORDINATES["claim3b"]
+    inputs = {"fusion": (run.fusion.embed(fs), None)}
+    for e in encodings or (chosen,):
+        inputs[f"concatenated+coordinates_{e}"] = (np.hstack([concat, coordinate_features(fs, e, seed=seed)]),
+                                                   None)
+    if no_coordinates:
+        no_coords = np.zeros_like(inputs["fusion"][0])
+        no_coords[keep] = run.fusion.embed(others.take(keep))
+        inputs["fusion_no_coordinates"] = (no_coords, keep)
+        inputs["concatenated"] = (concat, keep)
     out = {}
     for name, t in run.targets.items():
-        y = np.concatenate([t.y, run.held_targets[name].y])
+        y = ys[name]
         cities = {}
         for city in sorted(set(fs.region.tolist())):
             inside = fs.region == city
-            cities[city] = {method: Probe(t.task_type, kind, x.shape[1], t.classes, seed)
-                            .fit(x[~inside], y[~inside]).score(x[inside], y[inside])
-                            for method, x in inputs.items()}
-        out[name] = {method: float(np.mean([c[method] for c in cities.values()])) for method in inputs}
+            row = {}
+            for method, (x, rows) in inputs.items():
+                rows = np.ones(len(fs), bool) if rows is None else rows
+                row[method] = (Probe(t.task_type, kind, x.shape[1], t.classes, seed)
+                               .fit(x[~inside & rows], y[~inside & rows])
+                               .score(x[inside & rows], y[inside & rows]))
+            row["concatenated+coordinates"] = row[f"concatenated+coordinates_{chosen}"]
+            cities[city] = row
+        out[name] = {method: float(np.mean([c[method] for c in cities.values()])) for method in cities[city]}
         out[name]["cities"] = cities
     return out
 

@@ -78,3 +78,21 @@ def test_the_benchmark_is_the_fittest_questions_first():
     out = search("adaptive")
     best = best_questions(out, gate=3, size=5)
     assert len(best) == 5 and all(r.verdict for r in best)
+
+
+def test_exploration_keeps_one_question_per_cell_and_seeds_unvisited_cells_first():
+    target = PlantedTarget(DEFAULT_TAXONOMY, PlantedTargetOptions())
+    out = run_search(
+        SearchConfig(budget=80, n_seeds=8, children_per_generation=4, max_per_cell=1, fresh_per_generation=2),
+        DEFAULT_TAXONOMY,
+        target,
+        ConstantJudge(),
+        TemplateGenerator(DEFAULT_TAXONOMY),
+        HashEmbedder(),
+        EvalSettings(),
+    )
+    cells = [(s.result.question.attribute, s.result.question.topic_path) for s in out.population]
+    assert len(cells) == len(set(cells)) > 1
+    seeds = [(r.question.attribute, r.question.topic_path) for r in out.archive if not r.question.operator]
+    assert len(seeds) > 8 and len(set(seeds)) == len(seeds)  # 81 cells: no seed revisits one
+    assert any(r.question.operator for r in out.archive)

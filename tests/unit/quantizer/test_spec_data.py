@@ -63,7 +63,8 @@ def test_bad_parameters_name_their_field(change, field):
 
 def test_unusable_model_directories_are_invalid_argument_on_model_path(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "t5"}))
-    cases = (("hf", tmp_path, "'t5' is not supported"), ("tiny", tmp_path / "x", "not a directory"),
+    cases = (("hf", tmp_path, "'t5' is not a causal language model"),
+             ("tiny", tmp_path / "x", "not a directory"),
              ("hf", tmp_path / "x", "does not exist"))
     for kind, path, why in cases:
         with pytest.raises(InvalidArgument) as exc:
