@@ -30,7 +30,7 @@ import psutil
 
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results" / "load.json"
-sys.path.insert(0, str(ROOT.parent))
+sys.path[:0] = [str(ROOT), str(ROOT.parent)]  # its sibling bare_celery, and tests/
 
 from bare_celery import bare_noop_task  # noqa: E402
 from paperworks.shared.db.engine import Database  # noqa: E402

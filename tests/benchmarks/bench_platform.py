@@ -33,7 +33,7 @@ from sqlalchemy import create_engine, text
 
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results" / "platform.json"
-sys.path.insert(0, str(ROOT.parent))
+sys.path[:0] = [str(ROOT), str(ROOT.parent)]  # its sibling bare_celery, and tests/
 
 from bare_celery import bare_noop_task  # noqa: E402
 from paperworks.ops.v1 import ops_pb2, ops_pb2_grpc  # noqa: E402

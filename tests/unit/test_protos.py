@@ -10,8 +10,9 @@ STEP = "services/README.md step 1"
 
 def test_committed_stubs_match_the_protos(tmp_path):
     generate(tmp_path)
-    generated = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*_pb2*.py*"))
-    committed = sorted(p.relative_to(PROTO_ROOT) for p in PROTO_ROOT.rglob("*_pb2*.py*"))
+    stubs = ("*_pb2*.py", "*_pb2*.pyi")  # not bytecode caches
+    generated = sorted(p.relative_to(tmp_path) for g in stubs for p in tmp_path.rglob(g))
+    committed = sorted(p.relative_to(PROTO_ROOT) for g in stubs for p in PROTO_ROOT.rglob(g))
     assert generated == committed, f"stale or extra stubs: run `make proto` ({STEP})"
     for rel in generated:
         assert (tmp_path / rel).read_bytes() == (PROTO_ROOT / rel).read_bytes(), (
