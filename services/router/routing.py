@@ -4,6 +4,11 @@
 tensors, the local LM loaded once). `route` is the whole Route computation without gRPC, so it
 is tested and benchmarked directly; `decision_ms` times only the decision given the features
 (the rejector or decision-module forward and the argmax), which is what the issue bounds at 5 ms.
+
+An executed remote call speaks the agent model's `api` (chat, the default: /v1/chat/completions with
+the request text as one user message; or the legacy /v1/completions). The answer comes back whole
+(up to `max_answer_tokens`, default 256, with the finish reason) unless the request asks for
+`first_line_only` (the remote is then asked to stop at a newline and the answer is its first line).
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ from paperworks.shared.backends import BackendError, InvalidRequest, load_backen
 from paperworks.shared.backends.tiny import TinyBackend
 from paperworks.shared.backends.tiny_model import TinyConfig, TinyDecoder
 from paperworks.shared.errors import FailedPrecondition, InvalidArgument, PaperworksError
+
+DEFAULT_ANSWER_TOKENS = 256
+MAX_ANSWER_TOKENS = 4096
 
 
 class RemoteCallFailed(PaperworksError):
@@ -49,6 +57,7 @@ class Decision:
     local_answer: str = ""
     answer: str = ""
     executed: bool = False
+    finish_reason: str = ""
     kind: str = "rejector"
     model: dict | None = field(default=None, repr=False)
 
@@ -104,7 +113,7 @@ class RejectorRouter:
 class SDRRouter:
     kind = "sdr"
 
-    def __init__(self, policy: Policy, open_announced=None) -> None:
+    def __init__(self, policy: Policy, open_announced=None, device: str = "cpu") -> None:
         meta = policy.meta
         self.meta = meta
         self.options = meta["options"]
@@ -117,14 +126,14 @@ class SDRRouter:
         if "embedded_tiny" in local:
             lm = TinyDecoder(TinyConfig(**local["embedded_tiny"]))
             lm.load_state_dict(policy.state("local"))
-            self.backend = TinyBackend(lm)
+            self.backend = TinyBackend(lm, device=device)
         elif "announced" in local:
             if open_announced is None:
                 raise FailedPrecondition("the local model is another job's: loading it needs the job store")
             source = local["announced"]
             self.backend = open_announced(source["service"], source["job_id"], "policy_job_id")[1]
         else:
-            self.backend = load_backend(ModelSpec(**local["model"]).ref())
+            self.backend = load_backend(dataclasses.replace(ModelSpec(**local["model"]).ref(), device=device))
         self.validation_curve = [
             OperatingPoint(p["lambda"], p["cost"], p["quality"], p["accept_rate"])
             for p in meta["validation_curve"]
@@ -175,16 +184,17 @@ class SDRRouter:
         )
 
 
-def load_router(policy: Policy, open_announced=None) -> RejectorRouter | SDRRouter:
+def load_router(policy: Policy, open_announced=None, device: str = "cpu") -> RejectorRouter | SDRRouter:
     """The policy as a router; `open_announced` (service, job id, field) -> (artifact, backend)
-    loads a local model that another service's job announced."""
+    loads a local model that another service's job announced. An SDR policy's local LM is placed
+    on `device`; the decision modules are tiny and stay on the CPU."""
     # Policies are tiny: intra-op threads only contend with the concurrent Route calls that already
     # use the cores, so the serving process runs torch single-threaded.
     torch.set_num_threads(1)
     if policy.kind == "rejector":
         return RejectorRouter(policy)
     if policy.kind == "sdr":
-        return SDRRouter(policy, open_announced)
+        return SDRRouter(policy, open_announced, device)
     raise FailedPrecondition(f"unknown policy kind {policy.kind!r}")
 
 
@@ -197,6 +207,8 @@ def route(
     budget: float | None = None,
     execute: bool = False,
     timeout_s: float | None = None,
+    max_answer_tokens: int | None = None,
+    first_line_only: bool = False,
 ) -> Decision:
     if cost_lambda is not None and cost_lambda < 0:
         raise InvalidArgument("cost_lambda", f"must be >= 0, got {cost_lambda}")
@@ -204,6 +216,10 @@ def route(
         raise InvalidArgument("budget", f"must be >= 0, got {budget}")
     if timeout_s is not None and timeout_s <= 0:
         raise InvalidArgument("timeout_s", f"must be > 0, got {timeout_s}")
+    if max_answer_tokens is not None and not 1 <= max_answer_tokens <= MAX_ANSWER_TOKENS:
+        raise InvalidArgument(
+            "max_answer_tokens", f"must be in 1..{MAX_ANSWER_TOKENS}, got {max_answer_tokens}"
+        )
     if isinstance(router, RejectorRouter):
         if cost_lambda is not None or budget is not None:
             raise InvalidArgument(
@@ -221,13 +237,27 @@ def route(
             decision.answer = answer
             return decision
     if execute:
-        decision.answer = call_agent(decision, text, timeout_s)
+        decision.answer, decision.finish_reason = call_agent(
+            decision,
+            text,
+            timeout_s,
+            max_answer_tokens=max_answer_tokens or DEFAULT_ANSWER_TOKENS,
+            first_line_only=first_line_only,
+        )
         decision.executed = True
     return decision
 
 
-def call_agent(decision: Decision, text: str | None, timeout_s: float | None) -> str:
-    """The one remote call of a request: the chosen agent's model, its error surfaced precisely."""
+def call_agent(
+    decision: Decision,
+    text: str | None,
+    timeout_s: float | None,
+    *,
+    max_answer_tokens: int = DEFAULT_ANSWER_TOKENS,
+    first_line_only: bool = False,
+) -> tuple[str, str]:
+    """The one remote call of a request (the chosen agent's model, over its `api`): (answer, finish
+    reason); its error surfaced precisely."""
     if decision.model is None:
         raise FailedPrecondition(
             f"agent {decision.agent!r} has no model to call (it is simulated or the "
@@ -241,11 +271,16 @@ def call_agent(decision: Decision, text: str | None, timeout_s: float | None) ->
     try:
         with load_backend(ref) as backend:
             generation = backend.generate(
-                [text], max_new_tokens=32, temperature=0.0, stop=["\n"], logprobs=False
+                [text],
+                max_new_tokens=max_answer_tokens,
+                temperature=0.0,
+                stop=["\n"] if first_line_only else [],
+                logprobs=False,
             )[0]
     except BackendError as exc:
         raise RemoteCallFailed(decision.agent, exc) from exc
-    return first_line(generation.text)
+    answer = first_line(generation.text) if first_line_only else generation.text.strip()
+    return answer, generation.finish_reason
 
 
 def _check_features(features: np.ndarray, dim: int) -> np.ndarray:

@@ -68,6 +68,8 @@ class RouterServicer(router_pb2_grpc.RouterServiceServicer):
             budget=request.budget if request.WhichOneof("preference") == "budget" else None,
             execute=request.execute,
             timeout_s=timeout,
+            max_answer_tokens=request.max_answer_tokens if request.HasField("max_answer_tokens") else None,
+            first_line_only=request.first_line_only,
         )
         return router_pb2.RouteResponse(
             agent=decision.agent,
@@ -86,6 +88,7 @@ class RouterServicer(router_pb2_grpc.RouterServiceServicer):
             policy_sha256=sha,
             cost_lambda=decision.cost_lambda,
             decision_ms=decision.decision_ms,
+            finish_reason=decision.finish_reason,
         )
 
     def _router(self, tenant: str, job_id: str):
@@ -111,6 +114,11 @@ class RouterServicer(router_pb2_grpc.RouterServiceServicer):
                     self.rt.store, self.rt.artifacts, tenant, service, announced_job_id, field
                 )
 
-            return load_router(load_policy(self.rt.artifacts.path(sha).read_bytes()), open_announced)
+            import torch
+            from paperworks.shared.config import get_settings
+
+            # the local LM's device, chosen as JobContext.device chooses a job's
+            device = get_settings().device or ("cuda:0" if torch.cuda.is_available() else "cpu")
+            return load_router(load_policy(self.rt.artifacts.path(sha).read_bytes()), open_announced, device)
 
         return sha, self._routers.get(sha, load)

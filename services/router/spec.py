@@ -115,22 +115,31 @@ class TrainRejectorParams(Strict):
     synthetic: SyntheticParams | None = None
     text_families: TextFamiliesParams | None = None
     logged: LoggedParams | None = None
-    loss: Literal["LOSS_TWO_STAGE_CE", "LOSS_MILD"]
+    loss: Literal["LOSS_TWO_STAGE_CE", "LOSS_MILD", "LOSS_LOGIT_ADJUSTED_CE"]
     n_train: int = Field(default=2000, ge=20, le=200_000)
     n_validation: int = Field(default=1000, ge=20, le=200_000)
     n_test: int = Field(default=2000, ge=20, le=200_000)
     margin_scales: list[float] = Field(default_factory=list, max_length=32)
     gamma: float = Field(default=0.5, ge=0, le=2)
     hidden: int = Field(default=16, ge=0, le=1024)
-    steps: int = Field(default=150, ge=1, le=20_000)
+    # The budget the validation curves chose for every loss alike (mild/rejector.py DEFAULT_STEPS).
+    steps: int = Field(default=800, ge=1, le=20_000)
     seed: int = Field(default=0, ge=0)
     compare: bool = True
+    logit_taus: list[float] = Field(default_factory=list, max_length=32)
 
     @field_validator("margin_scales")
     @classmethod
     def _scales(cls, v: list[float]) -> list[float]:
         if any(s < 0 or s > 50 for s in v):
             raise ValueError("margin scales must lie in [0, 50]")
+        return v
+
+    @field_validator("logit_taus")
+    @classmethod
+    def _taus(cls, v: list[float]) -> list[float]:
+        if any(t < 0 or t > 10 for t in v):
+            raise ValueError("logit-adjustment taus must lie in [0, 10]")
         return v
 
     @model_validator(mode="after")
@@ -207,9 +216,39 @@ class RemoteParams(Strict):
         return v
 
 
+SCORERS = ("exact", "contains", "numeric")
+
+
+class PromptRow(Strict):
+    """One of a user's prompts with its reference answer (a JSONL line, or an inline row)."""
+
+    prompt: str = Field(min_length=1, max_length=20_000)
+    reference: str = Field(min_length=1, max_length=20_000)
+    scorer: Literal["", "exact", "contains", "numeric"] = ""
+
+
+class PromptSetParams(Strict):
+    """A user's prompts and reference answers (a server JSONL `path`, or inline `rows`): what SDR's
+    traces score the local LM and the real remotes on, instead of the generated suite."""
+
+    path: str = Field(default="", max_length=4096)
+    rows: list[PromptRow] = Field(default_factory=list, max_length=100_000)
+    scorer: Literal["", "exact", "contains", "numeric"] = ""
+    validation_fraction: float = Field(default=0.2, gt=0, lt=0.5)
+    test_fraction: float = Field(default=0.3, gt=0, lt=0.5)
+    max_answer_tokens: int = Field(default=256, ge=1, le=4096)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PromptSetParams:
+        if bool(self.path) == bool(self.rows):
+            raise ValueError("give exactly one of path (a JSONL file on the server) or rows")
+        return self
+
+
 class TrainDeciderParams(Strict):
     local: LocalModelParams
     tasks: TaskSuiteParams = Field(default_factory=TaskSuiteParams)
+    prompts: PromptSetParams | None = None
     remotes: list[RemoteParams] = Field(min_length=1, max_length=16)
     n_train: int = Field(default=1500, ge=30, le=100_000)
     n_validation: int = Field(default=600, ge=30, le=100_000)
@@ -219,18 +258,22 @@ class TrainDeciderParams(Strict):
     steps: int = Field(default=300, ge=1, le=20_000)
     components: int = Field(default=4, ge=1, le=256)
     query_router_baseline: bool = True
-    max_new_tokens: int = Field(default=8, ge=1, le=64)
+    max_new_tokens: int = Field(default=8, ge=1, le=512)
 
     @model_validator(mode="after")
     def _remotes(self) -> TrainDeciderParams:
         names = [r.name for r in self.remotes]
         if len(set(names)) != len(names) or "local" in names:
             raise ValueError("remote names must be unique and not 'local'")
+        if self.prompts is not None and "tasks" in self.model_fields_set:
+            raise ValueError("give tasks (the generated suite) or prompts (your own), not both")
+        families = 1 if self.prompts is not None else len(self.tasks.families)
         for i, r in enumerate(self.remotes):
-            if r.model is None and len(r.accuracy) != len(self.tasks.families):
+            if r.model is None and len(r.accuracy) != families:
                 raise ValueError(
                     f"remotes[{i}] ({r.name}): a simulated remote needs one accuracy per task "
-                    f"family ({len(self.tasks.families)}), got {len(r.accuracy)}"
+                    f"family ({families}{'; your prompts are one family' if self.prompts else ''}), "
+                    f"got {len(r.accuracy)}"
                 )
         return self
 

@@ -22,9 +22,11 @@ from paperworks.services.router.mild.deferral import DeferralData
 from paperworks.services.router.mild.metrics import deferral_report
 from paperworks.services.router.mild.rejector import (
     DEFAULT_SCALES,
+    DEFAULT_TAUS,
     RejectorConfig,
     costs_of,
     coverage_curve,
+    fit_logit_adjusted,
     fit_mild,
     fit_two_stage_ce,
 )
@@ -36,7 +38,11 @@ from paperworks.shared.backends import BackendError, platform_error
 from paperworks.shared.tasks.context import JobContext
 
 Progress = Callable[[int, int, str, str], None]
-LOSS_NAMES = {"LOSS_TWO_STAGE_CE": "two_stage_ce", "LOSS_MILD": "mild"}
+LOSS_NAMES = {
+    "LOSS_TWO_STAGE_CE": "two_stage_ce",
+    "LOSS_MILD": "mild",
+    "LOSS_LOGIT_ADJUSTED_CE": "logit_adjusted_ce",
+}
 
 
 @dataclass
@@ -56,7 +62,10 @@ def run_train_rejector(params: TrainRejectorParams, ctx: JobContext) -> dict:
 
 
 def run_train_decider(params: TrainDeciderParams, ctx: JobContext) -> dict:
-    return _store(_guarded(lambda: train_decider(params, _progress(ctx), ctx.load_announced_model)), ctx)
+    return _store(
+        _guarded(lambda: train_decider(params, _progress(ctx), ctx.load_announced_model, device=ctx.device)),
+        ctx,
+    )
 
 
 def _progress(ctx: JobContext) -> Progress:
@@ -92,9 +101,10 @@ def train_rejector(params: TrainRejectorParams, progress: Progress) -> TrainedPo
     (train, validation, test), represent = data.rejector_splits(params)
     config = RejectorConfig(hidden=params.hidden, steps=params.steps, gamma=params.gamma, seed=params.seed)
     scales = params.margin_scales or list(DEFAULT_SCALES)
+    taus = params.logit_taus or list(DEFAULT_TAUS)
     chosen = LOSS_NAMES[params.loss]
     losses = sorted({chosen, *(LOSS_NAMES.values() if params.compare else ())}, key=lambda n: n != chosen)
-    total = sum(len(scales) if name == "mild" else 1 for name in losses)
+    total = len(losses)
     done = 0
 
     def step(message: str) -> None:
@@ -105,13 +115,11 @@ def train_rejector(params: TrainRejectorParams, progress: Progress) -> TrainedPo
     fitted = {}
     for name in losses:
         if name == "mild":
-            fitted[name] = fit_mild(
-                train,
-                validation,
-                config,
-                scales,
-                on_candidate=lambda i, n: step(f"MILD margin scale {i}/{n}"),
-            )
+            fitted[name] = fit_mild(train, validation, config, scales)
+            step(f"MILD ({len(scales)} margin scales side by side)")
+        elif name == "logit_adjusted_ce":
+            fitted[name] = fit_logit_adjusted(train, validation, config, taus)
+            step(f"logit-adjusted CE ({len(taus)} taus side by side)")
         else:
             fitted[name] = fit_two_stage_ce(train, config)
             step("two-stage CE")
@@ -119,8 +127,9 @@ def train_rejector(params: TrainRejectorParams, progress: Progress) -> TrainedPo
     runs = {}
     for name, fit in fitted.items():
         runs[name] = {
-            "margin_scale": fit.scale,
-            "margins": fit.margins,
+            "margin_scale": fit.scale if name == "mild" else 0.0,
+            "margins": fit.margins if name == "mild" else [0.0] * len(fit.margins),
+            **({"tau": fit.scale, "logit_adjustments": fit.margins} if name == "logit_adjusted_ce" else {}),
             "selection": fit.selection,
             "validation": deferral_report(
                 fit.choose(validation.features), costs_of(validation), validation.errors
@@ -147,13 +156,15 @@ def train_rejector(params: TrainRejectorParams, progress: Progress) -> TrainedPo
         "loss": chosen,
         "hidden": params.hidden,
         "gamma": params.gamma,
-        "margin_scale": fit.scale,
-        "margins": fit.margins,
+        "margin_scale": runs[chosen]["margin_scale"],
+        "margins": runs[chosen]["margins"],
+        "tau": runs[chosen].get("tau", 0.0),
     }
     test_report = runs[chosen]["test"]
     summary = {
         "policy_loss": chosen,
-        "margin_scale": fit.scale,
+        "margin_scale": runs[chosen]["margin_scale"],
+        "tau": runs[chosen].get("tau", 0.0),
         "test_deferral_loss": test_report["deferral_loss"],
         "test_balanced_deferral_loss": test_report["balanced_deferral_loss"],
         "test_system_accuracy": test_report["system_accuracy"],
@@ -162,7 +173,10 @@ def train_rejector(params: TrainRejectorParams, progress: Progress) -> TrainedPo
     }
     if len(runs) > 1:
         summary["baseline"] = {
-            n: {"test_balanced_deferral_loss": r["test"]["balanced_deferral_loss"]}
+            n: {
+                "test_balanced_deferral_loss": r["test"]["balanced_deferral_loss"],
+                "test_deferral_loss": r["test"]["deferral_loss"],
+            }
             for n, r in runs.items()
             if n != chosen
         }
@@ -192,13 +206,22 @@ def _agents(params: TrainRejectorParams, train: DeferralData) -> list[dict]:
 
 
 def train_decider(
-    params: TrainDeciderParams, progress: Progress, open_announced: data.OpenAnnounced | None = None
+    params: TrainDeciderParams,
+    progress: Progress,
+    open_announced: data.OpenAnnounced | None = None,
+    device: str = "cpu",
 ) -> TrainedPolicy:
-    suite = data.task_suite(params.tasks)
+    """The whole job; the local LM runs on `device` (the job context's). The decision module is a
+    few-thousand-parameter MLP and stays on the CPU."""
+    suite = data.task_source(params)
     remotes = data.remote_agents(params.remotes)
     total = 6 + (1 if params.query_router_baseline else 0)
     backend, local_meta, tensors = data.local_model(
-        params.local, suite, lambda message: progress(0, total, "local model", message), open_announced
+        params.local,
+        suite,
+        lambda message: progress(0, total, "local model", message),
+        open_announced,
+        device,
     )
     progress(1, total, "traces", "local answers and remote outcomes")
     traces = {}
@@ -207,6 +230,7 @@ def train_decider(
         traces[name] = collect_traces(
             backend, suite, remotes, n, seed=params.seed, part=part, max_new_tokens=params.max_new_tokens
         )
+        n = len(traces[name])  # a user's prompt set gives its own split sizes
         progress(2 + part, total, "traces", f"{name}: {n} traces")
     costs = option_costs(remotes)
     config = DeciderConfig(
@@ -224,6 +248,7 @@ def train_decider(
     option_names = ["local", *[r.name for r in remotes]]
     layout = traces["train"].local.layout
     report = {
+        "task_source": "prompts" if params.prompts is not None else "generated_suite",
         "options": option_names,
         "costs": costs.tolist(),
         "families": list(suite.families),

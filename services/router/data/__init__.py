@@ -5,6 +5,7 @@
 - `text_families`: generated prompt families with simulated experts, embedded with MiniLM
   (TrainRejector `text_families`);
 - `checkable`: generated checkable tasks, the SDR world (TrainDecider `tasks`);
+- `prompts`: a user's own prompts and reference answers with named scorers (TrainDecider `prompts`);
 - here: the splits of a TrainRejector dataset (logged outcomes included), and the local model and
   remote agents of a TrainDecider job. A server path a request names (a model directory) must lie
   under `PAPERWORKS_ROUTER_DATA_ROOT` when that is set (`paperworks.shared.inputs`).
@@ -20,6 +21,7 @@ import torch
 from paperworks.services.router.checkpoint import state_with_prefix
 from paperworks.services.router.data.checkable import TaskSuite
 from paperworks.services.router.data.mixture import SyntheticMixture
+from paperworks.services.router.data.prompts import PromptSuite
 from paperworks.services.router.data.text_families import PromptPool, TextFamilies
 from paperworks.services.router.mild.deferral import DeferralData
 from paperworks.services.router.sdr.local_lm import DEFAULT_TINY, train_local_tiny
@@ -29,6 +31,7 @@ from paperworks.services.router.spec import (
     ModelSpec,
     RemoteParams,
     TaskSuiteParams,
+    TrainDeciderParams,
     TrainRejectorParams,
 )
 from paperworks.shared.backends import ModelBackend, load_backend
@@ -38,6 +41,7 @@ from paperworks.shared.inputs import server_path
 
 __all__ = [
     "PromptPool",
+    "PromptSuite",
     "SyntheticMixture",
     "TaskSuite",
     "TextFamilies",
@@ -111,6 +115,13 @@ def rejector_splits(params: TrainRejectorParams) -> tuple[list[DeferralData], di
 # ---- TrainDecider --------------------------------------------------------------------------
 
 
+def task_source(params: TrainDeciderParams) -> TaskSuite | PromptSuite:
+    """What the traces score: the user's prompts when given, else the generated suite."""
+    if params.prompts is not None:
+        return PromptSuite.from_params(params.prompts, params.seed)
+    return task_suite(params.tasks)
+
+
 def task_suite(t: TaskSuiteParams) -> TaskSuite:
     return TaskSuite(
         families=tuple(t.families),
@@ -138,13 +149,17 @@ def remote_agents(remotes: list[RemoteParams]) -> list[RemoteAgent]:
 
 def local_model(
     local: LocalModelParams,
-    suite: TaskSuite,
+    suite: TaskSuite | PromptSuite,
     report: Callable[[str], None],
     open_announced: OpenAnnounced | None = None,
+    device: str = "cpu",
 ) -> tuple[ModelBackend, dict, dict[str, torch.Tensor]]:
     """(backend, what the policy records about it, tensors the policy stores) of the local LM: a
     tiny LM trained here on the suite (its weights go into the policy), the model a quantizer job
-    announced, or a tiny / hf model directory on the server. `report` says what is being done."""
+    announced, or a tiny / hf model directory on the server (hf: any AutoModelForCausalLM family the
+    shared backend loads). The model, and so every batch it runs, is placed on `device` (the job
+    context's; a tiny LM is trained on the CPU, as the shared trainer does, then moved). `report`
+    says what is being done."""
     if local.train_tiny is not None:
         tiny = local.train_tiny
         report(f"training a tiny LM for {tiny.steps} steps")
@@ -153,7 +168,8 @@ def local_model(
         )
         module = train_local_tiny(suite, steps=tiny.steps, seed=tiny.seed, config=config)
         meta = {"embedded_tiny": dataclasses.asdict(config)}
-        return TinyBackend(module), meta, state_with_prefix("local", module)
+        tensors = state_with_prefix("local", module)  # taken on the CPU, before the move
+        return TinyBackend(module, device=device), meta, tensors
     if local.quantize_job_id:
         if open_announced is None:
             raise InvalidArgument("local.quantize_job_id", "a quantized local model needs the job store")
@@ -163,4 +179,4 @@ def local_model(
         return backend, {"announced": {"service": "quantizer", "job_id": job_id, "artifact": artifact}}, {}
     assert local.model is not None
     spec = checked_model(local.model, "local.model")
-    return load_backend(spec.ref()), {"model": spec.model_dump()}, {}
+    return load_backend(dataclasses.replace(spec.ref(), device=device)), {"model": spec.model_dump()}, {}

@@ -92,14 +92,28 @@ def surrogate_weights(costs: torch.Tensor) -> torch.Tensor:
     return costs.sum(dim=1, keepdim=True) - costs
 
 
+def logit_adjustments(frequencies: np.ndarray, tau: float) -> np.ndarray:
+    """tau * log pi_j: the logit-adjusted CE baseline's training-time shift (Menon et al., ICLR 2021,
+    "Long-tail learning via logit adjustment"), with pi_j the best-agent frequencies; tau = 0 is CE."""
+    return tau * np.log(frequencies)
+
+
 def deferral_surrogate(
-    scores: torch.Tensor, costs: torch.Tensor, margins: torch.Tensor | None = None
+    scores: torch.Tensor,
+    costs: torch.Tensor,
+    margins: torch.Tensor | None = None,
+    adjustments: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Mean over inputs of sum_j w_j * ell_Delta(r, x, j); `margins=None` (or zeros) is the CE
     baseline. scores: [N, A] or [K, N, A] (K rejectors trained side by side); costs: [N, A];
     margins: [A] or [K, A]. With a leading K, the K losses are summed (their gradients stay
-    separate, each rejector having its own parameters)."""
+    separate, each rejector having its own parameters). `adjustments` [A] or [K, A] (the
+    logit-adjusted baseline, `logit_adjustments`) are added to every score inside the loss only;
+    the rejector still routes by argmax of its unadjusted scores."""
     weights = surrogate_weights(costs)
+    if adjustments is not None:
+        adjustments = adjustments if adjustments.dim() == 1 else adjustments[:, None, :]
+        scores = scores + adjustments
     if margins is None:
         per_label = -scores.log_softmax(dim=-1)
     else:

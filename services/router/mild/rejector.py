@@ -22,17 +22,26 @@ from paperworks.services.router.mild.deferral import (
     best_frequencies,
     deferral_surrogate,
     expert_margins,
+    logit_adjustments,
 )
 from paperworks.services.router.mild.metrics import balanced_deferral_loss
 from torch import nn
 
 DEFAULT_SCALES = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 2.0, 4.0)
+# The logit-adjusted CE baseline's tau grid: as many candidates as MILD's scales; tau = 0 is CE and
+# tau = 1 is Menon et al.'s default for the balanced error. The surrogate's targets are soft (cost
+# weights), so the score gaps between agents are small and useful taus are well below 1: a first grid
+# of 0.1..3 picked tau = 0 at 100:1 on every validation seed (even 0.1 shifts the rarest agent by ~0.5).
+DEFAULT_TAUS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.25, 0.5, 1.0, 2.0)
+# Full-batch AdamW steps for every arm (CE, logit-adjusted CE, MILD): the budget the validation
+# curves on validation seeds chose (tests/benchmarks/bench_router.py `budget_curves`, same rule per arm).
+DEFAULT_STEPS = 800
 
 
 @dataclass(frozen=True)
 class RejectorConfig:
     hidden: int = 16
-    steps: int = 150
+    steps: int = DEFAULT_STEPS
     lr: float = 0.03
     weight_decay: float = 0.1
     gamma: float = 0.5
@@ -78,16 +87,37 @@ def fit_rejector(data: DeferralData, config: RejectorConfig, margins: np.ndarray
     return fit_rejectors(data, config, None if margins is None else np.asarray(margins)[None, :])[0]
 
 
-def fit_rejectors(data: DeferralData, config: RejectorConfig, margins: np.ndarray | None) -> list[Rejector]:
-    """Train K rejectors side by side, one per row of `margins` [K, A] (None: one CE rejector).
+def fit_rejectors(
+    data: DeferralData,
+    config: RejectorConfig,
+    margins: np.ndarray | None,
+    adjustments: np.ndarray | None = None,
+) -> list[Rejector]:
+    """See `fit_rejector_snapshots`; the rejectors after `config.steps` steps."""
+    return fit_rejector_snapshots(data, config, margins, adjustments, (config.steps,))[config.steps]
+
+
+def fit_rejector_snapshots(
+    data: DeferralData,
+    config: RejectorConfig,
+    margins: np.ndarray | None,
+    adjustments: np.ndarray | None = None,
+    snapshots: Sequence[int] = (),
+) -> dict[int, list[Rejector]]:
+    """Train K rejectors side by side, one per row of `margins` [K, A] (None: one CE rejector),
+    or of `adjustments` [K, A] (the logit-adjusted baseline; give one of the two).
 
     Each starts from the same seeded initialisation and sees the same full batches; their
     parameters are stacked and their losses summed, so every rejector follows exactly the AdamW
     trajectory it would follow alone (AdamW is elementwise) while the per-step overhead that
-    dominates at this size is paid once; MILD's whole validation search costs a few fits."""
+    dominates at this size is paid once; MILD's whole validation search costs a few fits.
+    `snapshots`: the step counts to return the rejectors at (full batches and a constant learning
+    rate, so the snapshot at s steps is exactly an s-step fit): one run draws a validation curve."""
     x = torch.as_tensor(data.features, dtype=torch.float32)
     costs = torch.as_tensor(costs_of(data), dtype=torch.float32)
-    k = 1 if margins is None else len(margins)
+    assert margins is None or adjustments is None
+    stacked = margins if margins is not None else adjustments
+    k = 1 if stacked is None else len(stacked)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         template = Rejector(x.shape[1], costs.shape[1], config.hidden)
@@ -99,6 +129,7 @@ def fit_rejectors(data: DeferralData, config: RejectorConfig, margins: np.ndarra
         params.append(nn.Parameter(linear.weight.detach().T.repeat(k, 1, 1).clone()))
         params.append(nn.Parameter(linear.bias.detach().repeat(k, 1, 1).clone()))
     delta = None if margins is None else torch.as_tensor(margins, dtype=torch.float32)
+    shift = None if adjustments is None else torch.as_tensor(adjustments, dtype=torch.float32)
     # Logged inputs repeat (text prompts are drawn from a pool), so the first layer runs on the
     # distinct rows only and is gathered back: the same numbers for a fraction of the compute.
     distinct, inverse = torch.unique(x, dim=0, return_inverse=True)
@@ -106,7 +137,20 @@ def fit_rejectors(data: DeferralData, config: RejectorConfig, margins: np.ndarra
         distinct, inverse = x, None
     z = ((distinct - template.mean) / template.std).expand(k, *distinct.shape).contiguous()
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
-    for _ in range(config.steps):
+
+    def export() -> list[Rejector]:
+        out = []
+        for j in range(k):
+            module = copy.deepcopy(template)
+            with torch.no_grad():
+                for n, linear in enumerate(_linears(module)):
+                    linear.weight.copy_(params[2 * n][j].T)
+                    linear.bias.copy_(params[2 * n + 1][j, 0])
+            out.append(module.eval())
+        return out
+
+    taken = {s: export() for s in snapshots if s == 0}
+    for step in range(1, max(snapshots, default=0) + 1):
         h = z
         for i in range(0, len(params), 2):
             h = torch.baddbmm(params[i + 1], h, params[i])
@@ -114,19 +158,13 @@ def fit_rejectors(data: DeferralData, config: RejectorConfig, margins: np.ndarra
                 h = h[:, inverse]
             if i + 2 < len(params):
                 h = torch.relu(h)
-        loss = deferral_surrogate(h, costs, delta)
+        loss = deferral_surrogate(h, costs, delta, shift)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
-    out = []
-    for j in range(k):
-        module = copy.deepcopy(template)
-        with torch.no_grad():
-            for n, linear in enumerate(_linears(module)):
-                linear.weight.copy_(params[2 * n][j].T)
-                linear.bias.copy_(params[2 * n + 1][j, 0])
-        out.append(module.eval())
-    return out
+        if step in snapshots:
+            taken[step] = export()
+    return taken
 
 
 def _linears(module: Rejector) -> list[nn.Linear]:
@@ -138,19 +176,30 @@ def fit_two_stage_ce(data: DeferralData, config: RejectorConfig) -> FittedReject
     return FittedRejector(module, "two_stage_ce", [0.0] * data.errors.shape[1], 0.0)
 
 
+def mild_margins(train: DeferralData, scales: Sequence[float], gamma: float) -> np.ndarray:
+    frequencies = best_frequencies(costs_of(train))
+    return np.stack([expert_margins(frequencies, scale, gamma) for scale in scales])
+
+
+def tau_adjustments(train: DeferralData, taus: Sequence[float]) -> np.ndarray:
+    frequencies = best_frequencies(costs_of(train))
+    return np.stack([logit_adjustments(frequencies, tau) for tau in taus])
+
+
 def fit_mild(
     train: DeferralData,
     validation: DeferralData,
     config: RejectorConfig,
     scales: Sequence[float] = DEFAULT_SCALES,
     on_candidate: Callable[[int, int], None] | None = None,
+    modules: list[Rejector] | None = None,
 ) -> FittedRejector:
-    """One rejector per margin scale (trained side by side); keep the lowest validation
-    expert-balanced deferral loss (ties go to the smaller scale, listed first)."""
-    frequencies = best_frequencies(costs_of(train))
+    """One rejector per margin scale (trained side by side; or the given `modules`, one per scale);
+    keep the lowest validation expert-balanced deferral loss (ties go to the smaller scale, listed
+    first)."""
     val_costs = costs_of(validation)
-    margins = np.stack([expert_margins(frequencies, scale, config.gamma) for scale in scales])
-    modules = fit_rejectors(train, config, margins)
+    margins = mild_margins(train, scales, config.gamma)
+    modules = modules if modules is not None else fit_rejectors(train, config, margins)
     best: FittedRejector | None = None
     best_score = np.inf
     selection = []
@@ -165,6 +214,28 @@ def fit_mild(
     assert best is not None
     best.selection = selection
     return best
+
+
+def fit_logit_adjusted(
+    train: DeferralData,
+    validation: DeferralData,
+    config: RejectorConfig,
+    taus: Sequence[float] = DEFAULT_TAUS,
+    modules: list[Rejector] | None = None,
+) -> FittedRejector:
+    """The logit-adjusted CE baseline (Menon et al. 2021) tuned exactly like MILD: one rejector per
+    tau (side by side, the same budget; or the given `modules`), the lowest validation
+    expert-balanced deferral loss kept (tau = 0, plain CE, is a candidate). `scale` records tau."""
+    val_costs = costs_of(validation)
+    shifts = tau_adjustments(train, taus)
+    modules = modules if modules is not None else fit_rejectors(train, config, None, shifts)
+    scores = [balanced_deferral_loss(m.choose(validation.features), val_costs) for m in modules]
+    i = int(np.argmin(scores))  # ties go to the smaller tau, listed first
+    fitted = FittedRejector(modules[i], "logit_adjusted_ce", shifts[i].tolist(), float(taus[i]))
+    fitted.selection = [
+        {"tau": float(t), "val_balanced_deferral_loss": v} for t, v in zip(taus, scores, strict=True)
+    ]
+    return fitted
 
 
 @torch.no_grad()

@@ -44,14 +44,24 @@ def first_line(text: str) -> str:
     return text.strip().split("\n", 1)[0].strip()
 
 
-def remote_quality(agent: RemoteAgent, tasks: Sequence[Task]) -> np.ndarray:
-    """Ask a real remote every task's prompt (greedy) and score its answers by exact match."""
+def remote_quality(
+    agent: RemoteAgent,
+    tasks: Sequence[Task],
+    *,
+    max_new_tokens: int | None = None,
+    first_line_only: bool = True,
+) -> np.ndarray:
+    """Ask a real remote every task's prompt (greedy; through /chat/completions unless its model
+    reference says api=completions) and score each answer with the task's own check. The generated
+    suite's answers are one line (`first_line_only`, the agent's `max_new_tokens`); a user's prompt
+    set scores whole answers of up to its `max_answer_tokens`."""
     with agent.open() as backend:
         generations = backend.generate(
             [t.prompt for t in tasks],
-            max_new_tokens=agent.max_new_tokens,
+            max_new_tokens=max_new_tokens or agent.max_new_tokens,
             temperature=0.0,
-            stop=["\n"],
+            stop=["\n"] if first_line_only else [],
             logprobs=False,
         )
-    return np.array([float(t.check(first_line(g.text))) for t, g in zip(tasks, generations, strict=True)])
+    cut = first_line if first_line_only else str.strip
+    return np.array([float(t.check(cut(g.text))) for t, g in zip(tasks, generations, strict=True)])

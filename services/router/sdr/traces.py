@@ -55,7 +55,14 @@ def collect_traces(
         if remote.simulated:
             columns.append(simulated_quality(remote, families, 1000 * seed + part, i))
         else:
-            columns.append(remote_quality(remote, tasks))
+            columns.append(
+                remote_quality(
+                    remote,
+                    tasks,
+                    max_new_tokens=getattr(suite, "max_answer_tokens", None),
+                    first_line_only=getattr(suite, "remote_first_line", True),
+                )
+            )
     return Traces([t.prompt for t in tasks], families, local, np.stack(columns, axis=1))
 
 

@@ -63,7 +63,8 @@ def test_rejector_job_succeeds_with_policy_report_and_plot(client, rejector_job,
     assert PROTO_TO_STATE[rejector_job.state] == "SUCCEEDED", rejector_job.error.message
     result = rejector_job.result
     assert result["kind"] == "rejector" and result["policy_loss"] == "mild"
-    assert "two_stage_ce" in result["baseline"]
+    assert set(result["baseline"]) == {"two_stage_ce", "logit_adjusted_ce"}
+    assert all("test_deferral_loss" in b for b in result["baseline"].values())
     names = {a.name for a in rejector_job.artifacts}
     assert names == {"policy.safetensors", "report.json", "curves.png"}
     assert announced_models(client, rejector_job) == ["policy.safetensors"]
@@ -104,6 +105,13 @@ def test_route_executes_the_chosen_remote_and_surfaces_its_errors(client, decide
     reply = route(client, policy_job_id=decider_job.id, text="4+4=", cost_lambda=1e-4, execute=True)
     assert reply.agent == "remote-real" and not reply.accepted_local
     assert reply.executed and reply.answer == "8" and len(remote.prompts) == asked + 1
+    # over chat (the model reference's default api), the whole answer asked for, no first-line cut
+    assert remote.routes[-1] == "/v1/chat/completions" and reply.finish_reason == "stop"
+    assert remote.payloads[-1]["max_tokens"] == 256 and "stop" not in remote.payloads[-1]
+    cut = route(client, policy_job_id=decider_job.id, text="4+4=", cost_lambda=1e-4, execute=True,
+                max_answer_tokens=12, first_line_only=True)
+    assert cut.answer == "8" and remote.payloads[-1]["max_tokens"] == 12
+    assert remote.payloads[-1]["stop"] == ["\n"]
     remote.fail_next(429, "rate limited by the scripted remote", times=3)
     with pytest.raises(grpc.RpcError) as exc:
         route(client, policy_job_id=decider_job.id, text="4+4=", cost_lambda=1e-4, execute=True, timeout_s=5)
@@ -141,6 +149,22 @@ def test_bad_requests_are_invalid_arguments_naming_the_field(client, stack, reje
         ),
         (lambda: route(client, policy_job_id=decider_job.id, text="1+1=", cost_lambda=-2.0), "cost_lambda"),
         (lambda: route(client, policy_job_id="", text="1+1="), "policy_job_id"),
+        (
+            lambda: route(
+                client, policy_job_id=decider_job.id, text="1+1=", execute=True, max_answer_tokens=0
+            ),
+            "max_answer_tokens",
+        ),
+        (
+            lambda: client.submit(
+                "router",
+                "train_decider",
+                local={"train_tiny": {}},
+                prompts={"rows": [{"prompt": "2+2=", "reference": "4"}, {"prompt": "3+3="}]},
+                remotes=[{"name": "r", "price": 1, "accuracy": [1]}],
+            ),
+            "prompts.rows.1.reference",
+        ),
     ]
     for call, field in cases:
         with pytest.raises(grpc.RpcError) as exc:

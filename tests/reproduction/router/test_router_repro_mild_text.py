@@ -5,27 +5,32 @@ family (hard multiplication, owned by the large model) is 10x / 100x rarer than 
 Claim: MILD lowers the expert-balanced deferral loss and raises the minority expert's recall versus
 the two-stage CE surrogate, both trained in this run on the same embedded splits.
 
-Made honest (see `data/text_families.py`): the minority family overlaps the arithmetic family in the
-embedding (an earlier, separable minority family let CE reach recall 1.0 at 10:1 and 30:1, so the
-test said nothing there), quality noise is small enough not to relabel best agents, and both
-rejectors get the same 400 steps (at 150, CE was under-trained and MILD's 100:1 "win" was largely
-that). MILD's scale is chosen on validation from a grid around the scales it picks here. Measured
-on 5 seeds in exploration, MILD wins at every ratio (10:1, 30:1 and 100:1; none tie), so a win is
-asserted at both ends. Pass rule: per ratio, the mean per-seed gain (balanced loss, and minority
-recall) must exceed 2 standard errors of the per-seed gains measured in this run.
+**It does not reproduce as a win at a fair budget** (issue 26). At 400 steps (the earlier test)
+MILD won at 10:1 and 100:1 by more than 2 s.e.; with every arm trained the 800 steps the validation
+curves chose (plain CE was still improving at 400), the per-seed balanced-loss gains on seeds 0-2
+read -0.007 / +0.002 / +0.017 at 10:1 and +0.012 / +0.008 / +0.000 at 100:1: a tie. What is asserted
+is what holds: per ratio, MILD's balanced deferral loss is no worse than CE's (mean per-seed gain
+>= -0.01) and its minority recall no lower on average (mean gain >= 0); whether each clears 2 s.e.
+is printed. The logit-adjusted CE baseline and the natural-distribution loss are printed too.
+Made honest earlier (see `data/text_families.py`): the minority family overlaps the arithmetic family
+in the embedding and quality noise is small enough not to relabel best agents.
 """
 
 from __future__ import annotations
 
 import pytest
 from paperworks.services.router.data import PromptPool, TextFamilies
-from paperworks.services.router.mild.rejector import RejectorConfig
-from reproduction.router.experiments import compare_ce_and_mild
+from paperworks.services.router.mild.rejector import DEFAULT_STEPS, RejectorConfig
+from reproduction.router.experiments import compare_ce_and_mild, print_arms
 from support import clears_its_spread
+
+# Three arms (plain CE, logit-adjusted CE, MILD), 800 steps each: more than the suite's default 300 s
+# on a loaded machine.
+pytestmark = pytest.mark.timeout(1200)
 
 IMBALANCES = (10, 100)
 SEEDS = (0, 1, 2)
-STEPS = 400
+STEPS = DEFAULT_STEPS  # the budget the validation curves chose, the same for every arm
 SCALES = (0.0, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0)
 
 
@@ -45,23 +50,21 @@ def results(pool):
             config = RejectorConfig(seed=seed, steps=STEPS)
             compared = compare_ce_and_mild(train, validation, test, config, SCALES)
             table[(imbalance, seed)] = {
-                name: {"balanced": r["balanced_deferral_loss"], "minority_recall": r["recall"][-1],
-                       "scale": r["scale"]}
+                name: {"balanced": r["balanced_deferral_loss"], "natural": r["deferral_loss"],
+                       "minority_recall": r["recall"][-1], "scale": r["scale"]}
                 for name, r in compared.items()
             }
-    print("\nimbalance seed | balanced CE -> MILD | minority recall CE -> MILD | scale")
-    for (imb, seed), r in table.items():
-        print(
-            f"{imb:>5}:1 {seed} | {r['ce']['balanced']:.3f} -> {r['mild']['balanced']:.3f} | "
-            f"{r['ce']['minority_recall']:.3f} -> {r['mild']['minority_recall']:.3f} | {r['mild']['scale']}"
-        )
+    print_arms(table)
     return table
 
 
 @pytest.mark.parametrize("imbalance", IMBALANCES)
-def test_mild_beats_two_stage_ce_on_text_routing(results, imbalance):
+def test_mild_matches_two_stage_ce_on_text_routing(results, imbalance):
     runs = [results[(imbalance, s)] for s in SEEDS]
-    ok, why = clears_its_spread([r["ce"]["balanced"] - r["mild"]["balanced"] for r in runs])
-    assert ok, f"balanced deferral loss: {why}"
-    ok, why = clears_its_spread([r["mild"]["minority_recall"] - r["ce"]["minority_recall"] for r in runs])
-    assert ok, f"minority recall: {why}"
+    loss_gains = [r["ce"]["balanced"] - r["mild"]["balanced"] for r in runs]
+    recall_gains = [r["mild"]["minority_recall"] - r["ce"]["minority_recall"] for r in runs]
+    for name, gains in (("balanced deferral loss", loss_gains), ("minority recall", recall_gains)):
+        wins, why = clears_its_spread(gains)
+        print(f"{imbalance}:1 {name}, MILD vs plain CE: {why}; a win beyond 2 s.e.: {wins}")
+    assert sum(loss_gains) / len(loss_gains) >= -0.01, loss_gains
+    assert sum(recall_gains) / len(recall_gains) >= 0.0, recall_gains

@@ -4,7 +4,11 @@ router's tests.
 The router's remote agents are reached through the shared `openai` backend; tests run that real
 client over a real socket against this server. Answers come from `answer(prompt)` (e.g. a solver
 that is right on some task families and wrong on others); `fail_next` scripts HTTP errors and
-`delay_s` makes the server slow, so timeouts and error surfacing are exercised end to end.
+`delay_s` makes the server slow, so timeouts and error surfacing are exercised end to end. A scripted
+failure may carry a Retry-After header (seconds), as rate-limited hosted APIs send with 429. Every
+request's route and payload are recorded (`routes`, `payloads`). Answers may run over several lines;
+a request's `stop` sequences and `max_tokens` (counted in characters here) are honoured, with the
+finish reason and usage a real server reports.
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ class ScriptedOpenAI:
         self.delay_s = 0.0
         self.prompts: list[str] = []
         self.routes: list[str] = []  # the route of each answered request
-        self._failures: deque[tuple[int, str]] = deque()
+        self.payloads: list[dict] = []
+        self._failures: deque[tuple[int, str, float | None]] = deque()
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._httpd.daemon_threads = True
@@ -45,9 +50,9 @@ class ScriptedOpenAI:
     def url(self) -> str:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
-    def fail_next(self, status: int, message: str, times: int = 1) -> None:
+    def fail_next(self, status: int, message: str, times: int = 1, retry_after: float | None = None) -> None:
         with self._lock:
-            self._failures.extend([(status, message)] * times)
+            self._failures.extend([(status, message, retry_after)] * times)
 
     def start(self) -> ScriptedOpenAI:
         self._thread.start()
@@ -57,7 +62,8 @@ class ScriptedOpenAI:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def reply(self, path: str, payload: dict) -> tuple[int, dict]:
+    def reply(self, path: str, payload: dict) -> tuple[int, dict, dict]:
+        """(status, body, extra headers) for one request."""
         chat = path == "/v1/chat/completions"
         prompt = payload["messages"][-1]["content"] if chat else payload.get("prompt", "")
         with self._lock:
@@ -65,25 +71,32 @@ class ScriptedOpenAI:
             if path in ("/v1/completions", "/v1/chat/completions"):
                 self.prompts.append(prompt)
                 self.routes.append(path)
+                self.payloads.append(payload)
         if failure is not None:
-            return failure[0], {"error": {"message": failure[1], "type": "scripted"}}
+            status, message, retry_after = failure
+            headers = {} if retry_after is None else {"retry-after": f"{retry_after:g}"}
+            return status, {"error": {"message": message, "type": "scripted"}}, headers
         if path not in ("/v1/completions", "/v1/chat/completions"):
-            return 404, {"error": {"message": f"no route {path}"}}
+            return 404, {"error": {"message": f"no route {path}"}}, {}
         if payload.get("model") != self.model:
-            return 404, {"error": {"message": f"The model `{payload.get('model')}` does not exist."}}
-        text = self.answer(prompt)
+            return 404, {"error": {"message": f"The model `{payload.get('model')}` does not exist."}}, {}
+        text, finish = self.answer(prompt), "stop"
+        for stop in payload.get("stop") or []:
+            text = text.split(stop, 1)[0]
+        if len(text) > payload.get("max_tokens", 16):
+            text, finish = text[: payload.get("max_tokens", 16)], "length"
         usage = {"prompt_tokens": len(prompt), "completion_tokens": len(text),
                  "total_tokens": len(prompt) + len(text)}
         if chat:
             return 200, {"object": "chat.completion", "model": self.model, "usage": usage,
-                         "choices": [{"index": 0, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": text}}]}
+                         "choices": [{"index": 0, "finish_reason": finish, "logprobs": None,
+                                      "message": {"role": "assistant", "content": text}}]}, {}
         return 200, {
             "object": "text_completion",
             "model": self.model,
             "usage": usage,
-            "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
-        }
+            "choices": [{"index": 0, "text": text, "finish_reason": finish, "logprobs": None}],
+        }, {}
 
 
 def _handler(server: ScriptedOpenAI):
@@ -93,10 +106,12 @@ def _handler(server: ScriptedOpenAI):
             payload = json.loads(self.rfile.read(length) or b"{}")
             if server.delay_s:
                 threading.Event().wait(server.delay_s)
-            status, body = server.reply(self.path, payload)
+            status, body, headers = server.reply(self.path, payload)
             data = json.dumps(body).encode()
             try:
                 self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()

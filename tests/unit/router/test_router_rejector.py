@@ -11,9 +11,12 @@ from paperworks.services.router.mild.rejector import (
     RejectorConfig,
     costs_of,
     coverage_curve,
+    fit_logit_adjusted,
     fit_mild,
     fit_rejector,
+    fit_rejector_snapshots,
     fit_two_stage_ce,
+    mild_margins,
 )
 
 FAST = RejectorConfig(steps=60)
@@ -55,6 +58,31 @@ def test_mild_search_keeps_the_best_validation_scale_and_zero_is_the_baseline():
     only_zero = fit_mild(train, val, FAST, scales=(0.0,))
     ce = fit_two_stage_ce(train, FAST)
     np.testing.assert_array_equal(only_zero.choose(val.features), ce.choose(val.features))
+
+
+def test_logit_adjusted_baseline_is_tuned_like_mild_and_tau_zero_is_plain_ce():
+    mixture = SyntheticMixture(imbalance=30, seed=1)
+    train, val = mixture.sample(600, 0), mixture.sample(300, 1)
+    la = fit_logit_adjusted(train, val, FAST, taus=(0.0, 1.0))
+    assert [s["tau"] for s in la.selection] == [0.0, 1.0]
+    assert la.scale == min(la.selection, key=lambda s: s["val_balanced_deferral_loss"])["tau"]
+    only_zero = fit_logit_adjusted(train, val, FAST, taus=(0.0,))
+    ce = fit_two_stage_ce(train, FAST)
+    np.testing.assert_array_equal(only_zero.choose(val.features), ce.choose(val.features))
+    # the adjustment shifts the rare agents' scores up at inference (trained against tau log pi)
+    strong = fit_logit_adjusted(train, val, FAST, taus=(2.0,))
+    rare = np.argmin(best_frequencies(costs_of(train)))
+    assert (strong.choose(val.features) == rare).mean() > (ce.choose(val.features) == rare).mean()
+
+
+def test_snapshots_of_one_run_are_exactly_the_shorter_fits():
+    data = SyntheticMixture(imbalance=10, seed=2).sample(300, 0)
+    margins = mild_margins(data, (0.0, 1.0), 0.5)
+    snaps = fit_rejector_snapshots(data, FAST, margins, None, (20, 60))
+    for steps in (20, 60):
+        alone = fit_rejector(data, RejectorConfig(steps=steps), margins[1])
+        for a, b in zip(snaps[steps][1].state_dict().values(), alone.state_dict().values(), strict=True):
+            torch.testing.assert_close(a, b)
 
 
 def test_coverage_curve_spans_zero_to_full_coverage():

@@ -65,7 +65,8 @@ def test_rejector_policy_round_trips_and_routes_feature_vectors(rejector_policy)
     assert decision.index == int(np.argmax(decision.scores)) and decision.decision_ms >= 0
     assert route(router, features=x[None, :]).index == decision.index
     report = rejector_policy.report
-    assert set(report["runs"]) == {"mild", "two_stage_ce"} and report["policy_loss"] == "mild"
+    assert set(report["runs"]) == {"mild", "two_stage_ce", "logit_adjusted_ce"}
+    assert report["policy_loss"] == "mild" and "tau" in report["runs"]["logit_adjusted_ce"]
     assert rejector_policy.png.startswith(b"\x89PNG")
 
 

@@ -14,9 +14,11 @@ class Loss(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     LOSS_UNSPECIFIED: _ClassVar[Loss]
     LOSS_TWO_STAGE_CE: _ClassVar[Loss]
     LOSS_MILD: _ClassVar[Loss]
+    LOSS_LOGIT_ADJUSTED_CE: _ClassVar[Loss]
 LOSS_UNSPECIFIED: Loss
 LOSS_TWO_STAGE_CE: Loss
 LOSS_MILD: Loss
+LOSS_LOGIT_ADJUSTED_CE: Loss
 
 class Agent(_message.Message):
     __slots__ = ("name", "alpha", "beta", "model")
@@ -71,7 +73,7 @@ class LoggedOutcomes(_message.Message):
     def __init__(self, features: _Optional[_Union[_common_pb2.Tensor, _Mapping]] = ..., texts: _Optional[_Iterable[str]] = ..., errors: _Optional[_Union[_common_pb2.Tensor, _Mapping]] = ..., agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ..., validation_fraction: _Optional[float] = ..., test_fraction: _Optional[float] = ...) -> None: ...
 
 class SubmitTrainRejectorRequest(_message.Message):
-    __slots__ = ("synthetic", "text_families", "logged", "loss", "n_train", "n_validation", "n_test", "margin_scales", "gamma", "hidden", "steps", "seed", "compare", "idempotency_key")
+    __slots__ = ("synthetic", "text_families", "logged", "loss", "n_train", "n_validation", "n_test", "margin_scales", "gamma", "hidden", "steps", "seed", "compare", "logit_taus", "idempotency_key")
     SYNTHETIC_FIELD_NUMBER: _ClassVar[int]
     TEXT_FAMILIES_FIELD_NUMBER: _ClassVar[int]
     LOGGED_FIELD_NUMBER: _ClassVar[int]
@@ -85,6 +87,7 @@ class SubmitTrainRejectorRequest(_message.Message):
     STEPS_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     COMPARE_FIELD_NUMBER: _ClassVar[int]
+    LOGIT_TAUS_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     synthetic: SyntheticMixture
     text_families: TextFamilies
@@ -99,8 +102,9 @@ class SubmitTrainRejectorRequest(_message.Message):
     steps: int
     seed: int
     compare: bool
+    logit_taus: _containers.RepeatedScalarFieldContainer[float]
     idempotency_key: str
-    def __init__(self, synthetic: _Optional[_Union[SyntheticMixture, _Mapping]] = ..., text_families: _Optional[_Union[TextFamilies, _Mapping]] = ..., logged: _Optional[_Union[LoggedOutcomes, _Mapping]] = ..., loss: _Optional[_Union[Loss, str]] = ..., n_train: _Optional[int] = ..., n_validation: _Optional[int] = ..., n_test: _Optional[int] = ..., margin_scales: _Optional[_Iterable[float]] = ..., gamma: _Optional[float] = ..., hidden: _Optional[int] = ..., steps: _Optional[int] = ..., seed: _Optional[int] = ..., compare: _Optional[bool] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    def __init__(self, synthetic: _Optional[_Union[SyntheticMixture, _Mapping]] = ..., text_families: _Optional[_Union[TextFamilies, _Mapping]] = ..., logged: _Optional[_Union[LoggedOutcomes, _Mapping]] = ..., loss: _Optional[_Union[Loss, str]] = ..., n_train: _Optional[int] = ..., n_validation: _Optional[int] = ..., n_test: _Optional[int] = ..., margin_scales: _Optional[_Iterable[float]] = ..., gamma: _Optional[float] = ..., hidden: _Optional[int] = ..., steps: _Optional[int] = ..., seed: _Optional[int] = ..., compare: _Optional[bool] = ..., logit_taus: _Optional[_Iterable[float]] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class SubmitTrainRejectorResponse(_message.Message):
     __slots__ = ("job",)
@@ -160,10 +164,37 @@ class RemoteModel(_message.Message):
     model: _common_pb2.ModelSpec
     def __init__(self, name: _Optional[str] = ..., price: _Optional[float] = ..., accuracy: _Optional[_Iterable[float]] = ..., model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ...) -> None: ...
 
+class PromptSet(_message.Message):
+    __slots__ = ("path", "rows", "scorer", "validation_fraction", "test_fraction", "max_answer_tokens")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    SCORER_FIELD_NUMBER: _ClassVar[int]
+    VALIDATION_FRACTION_FIELD_NUMBER: _ClassVar[int]
+    TEST_FRACTION_FIELD_NUMBER: _ClassVar[int]
+    MAX_ANSWER_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    rows: _containers.RepeatedCompositeFieldContainer[PromptRow]
+    scorer: str
+    validation_fraction: float
+    test_fraction: float
+    max_answer_tokens: int
+    def __init__(self, path: _Optional[str] = ..., rows: _Optional[_Iterable[_Union[PromptRow, _Mapping]]] = ..., scorer: _Optional[str] = ..., validation_fraction: _Optional[float] = ..., test_fraction: _Optional[float] = ..., max_answer_tokens: _Optional[int] = ...) -> None: ...
+
+class PromptRow(_message.Message):
+    __slots__ = ("prompt", "reference", "scorer")
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
+    REFERENCE_FIELD_NUMBER: _ClassVar[int]
+    SCORER_FIELD_NUMBER: _ClassVar[int]
+    prompt: str
+    reference: str
+    scorer: str
+    def __init__(self, prompt: _Optional[str] = ..., reference: _Optional[str] = ..., scorer: _Optional[str] = ...) -> None: ...
+
 class SubmitTrainDeciderRequest(_message.Message):
-    __slots__ = ("local", "tasks", "remotes", "n_train", "n_validation", "n_test", "seed", "hidden", "steps", "components", "query_router_baseline", "max_new_tokens", "idempotency_key")
+    __slots__ = ("local", "tasks", "prompts", "remotes", "n_train", "n_validation", "n_test", "seed", "hidden", "steps", "components", "query_router_baseline", "max_new_tokens", "idempotency_key")
     LOCAL_FIELD_NUMBER: _ClassVar[int]
     TASKS_FIELD_NUMBER: _ClassVar[int]
+    PROMPTS_FIELD_NUMBER: _ClassVar[int]
     REMOTES_FIELD_NUMBER: _ClassVar[int]
     N_TRAIN_FIELD_NUMBER: _ClassVar[int]
     N_VALIDATION_FIELD_NUMBER: _ClassVar[int]
@@ -177,6 +208,7 @@ class SubmitTrainDeciderRequest(_message.Message):
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     local: LocalModel
     tasks: TaskSuite
+    prompts: PromptSet
     remotes: _containers.RepeatedCompositeFieldContainer[RemoteModel]
     n_train: int
     n_validation: int
@@ -188,7 +220,7 @@ class SubmitTrainDeciderRequest(_message.Message):
     query_router_baseline: bool
     max_new_tokens: int
     idempotency_key: str
-    def __init__(self, local: _Optional[_Union[LocalModel, _Mapping]] = ..., tasks: _Optional[_Union[TaskSuite, _Mapping]] = ..., remotes: _Optional[_Iterable[_Union[RemoteModel, _Mapping]]] = ..., n_train: _Optional[int] = ..., n_validation: _Optional[int] = ..., n_test: _Optional[int] = ..., seed: _Optional[int] = ..., hidden: _Optional[int] = ..., steps: _Optional[int] = ..., components: _Optional[int] = ..., query_router_baseline: _Optional[bool] = ..., max_new_tokens: _Optional[int] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    def __init__(self, local: _Optional[_Union[LocalModel, _Mapping]] = ..., tasks: _Optional[_Union[TaskSuite, _Mapping]] = ..., prompts: _Optional[_Union[PromptSet, _Mapping]] = ..., remotes: _Optional[_Iterable[_Union[RemoteModel, _Mapping]]] = ..., n_train: _Optional[int] = ..., n_validation: _Optional[int] = ..., n_test: _Optional[int] = ..., seed: _Optional[int] = ..., hidden: _Optional[int] = ..., steps: _Optional[int] = ..., components: _Optional[int] = ..., query_router_baseline: _Optional[bool] = ..., max_new_tokens: _Optional[int] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class SubmitTrainDeciderResponse(_message.Message):
     __slots__ = ("job",)
@@ -197,7 +229,7 @@ class SubmitTrainDeciderResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[_jobs_pb2.Job, _Mapping]] = ...) -> None: ...
 
 class RouteRequest(_message.Message):
-    __slots__ = ("policy_job_id", "text", "features", "cost_lambda", "budget", "execute", "timeout_s")
+    __slots__ = ("policy_job_id", "text", "features", "cost_lambda", "budget", "execute", "timeout_s", "max_answer_tokens", "first_line_only")
     POLICY_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     FEATURES_FIELD_NUMBER: _ClassVar[int]
@@ -205,6 +237,8 @@ class RouteRequest(_message.Message):
     BUDGET_FIELD_NUMBER: _ClassVar[int]
     EXECUTE_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    MAX_ANSWER_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    FIRST_LINE_ONLY_FIELD_NUMBER: _ClassVar[int]
     policy_job_id: str
     text: str
     features: _common_pb2.Tensor
@@ -212,7 +246,9 @@ class RouteRequest(_message.Message):
     budget: float
     execute: bool
     timeout_s: float
-    def __init__(self, policy_job_id: _Optional[str] = ..., text: _Optional[str] = ..., features: _Optional[_Union[_common_pb2.Tensor, _Mapping]] = ..., cost_lambda: _Optional[float] = ..., budget: _Optional[float] = ..., execute: _Optional[bool] = ..., timeout_s: _Optional[float] = ...) -> None: ...
+    max_answer_tokens: int
+    first_line_only: bool
+    def __init__(self, policy_job_id: _Optional[str] = ..., text: _Optional[str] = ..., features: _Optional[_Union[_common_pb2.Tensor, _Mapping]] = ..., cost_lambda: _Optional[float] = ..., budget: _Optional[float] = ..., execute: _Optional[bool] = ..., timeout_s: _Optional[float] = ..., max_answer_tokens: _Optional[int] = ..., first_line_only: _Optional[bool] = ...) -> None: ...
 
 class OptionScore(_message.Message):
     __slots__ = ("name", "score", "cost", "utility")
@@ -227,7 +263,7 @@ class OptionScore(_message.Message):
     def __init__(self, name: _Optional[str] = ..., score: _Optional[float] = ..., cost: _Optional[float] = ..., utility: _Optional[float] = ...) -> None: ...
 
 class RouteResponse(_message.Message):
-    __slots__ = ("agent", "agent_index", "scores", "accepted_local", "local_answer", "executed", "answer", "policy_kind", "policy_sha256", "cost_lambda", "decision_ms")
+    __slots__ = ("agent", "agent_index", "scores", "accepted_local", "local_answer", "executed", "answer", "policy_kind", "policy_sha256", "cost_lambda", "decision_ms", "finish_reason")
     AGENT_FIELD_NUMBER: _ClassVar[int]
     AGENT_INDEX_FIELD_NUMBER: _ClassVar[int]
     SCORES_FIELD_NUMBER: _ClassVar[int]
@@ -239,6 +275,7 @@ class RouteResponse(_message.Message):
     POLICY_SHA256_FIELD_NUMBER: _ClassVar[int]
     COST_LAMBDA_FIELD_NUMBER: _ClassVar[int]
     DECISION_MS_FIELD_NUMBER: _ClassVar[int]
+    FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
     agent: str
     agent_index: int
     scores: _containers.RepeatedCompositeFieldContainer[OptionScore]
@@ -250,4 +287,5 @@ class RouteResponse(_message.Message):
     policy_sha256: str
     cost_lambda: float
     decision_ms: float
-    def __init__(self, agent: _Optional[str] = ..., agent_index: _Optional[int] = ..., scores: _Optional[_Iterable[_Union[OptionScore, _Mapping]]] = ..., accepted_local: _Optional[bool] = ..., local_answer: _Optional[str] = ..., executed: _Optional[bool] = ..., answer: _Optional[str] = ..., policy_kind: _Optional[str] = ..., policy_sha256: _Optional[str] = ..., cost_lambda: _Optional[float] = ..., decision_ms: _Optional[float] = ...) -> None: ...
+    finish_reason: str
+    def __init__(self, agent: _Optional[str] = ..., agent_index: _Optional[int] = ..., scores: _Optional[_Iterable[_Union[OptionScore, _Mapping]]] = ..., accepted_local: _Optional[bool] = ..., local_answer: _Optional[str] = ..., executed: _Optional[bool] = ..., answer: _Optional[str] = ..., policy_kind: _Optional[str] = ..., policy_sha256: _Optional[str] = ..., cost_lambda: _Optional[float] = ..., decision_ms: _Optional[float] = ..., finish_reason: _Optional[str] = ...) -> None: ...
