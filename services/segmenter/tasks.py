@@ -62,6 +62,8 @@ def run_fit_minor_params(params: FitMinorParamsParams, ctx: JobContext) -> dict:
         "params": best.as_dict(),
         "boundary_dice": score,
         "hand_set_boundary_dice": search.objective(hand, pairs, spacings),
+        # the paper-style manual vector (deletion of air and body, psi 0.05 R): the claim-2 baseline
+        "manual_boundary_dice": search.objective(search.manual([p[0] for p in pairs]), pairs, spacings),
         "optimizer": params.optimizer,
         "trials": len(history),
         "volumes": len(pairs),

@@ -71,6 +71,7 @@ def test_fit_minor_params_reports_the_six_parameters(fitted):
     r = fitted.result
     assert set(r["params"]) == {"psi", "size_min", "size_max", "intensity_min", "intensity_max", "alpha"}
     assert r["trials"] == 8 and r["volumes"] == 4 and r["boundary_dice"] >= r["hand_set_boundary_dice"] - 1e-9
+    assert 0.0 <= r["manual_boundary_dice"] <= 1.0
     assert set(r["oracle_dice"]) == {"organ", "lesion"}
     assert {a.name for a in fitted.artifacts} == {"minor_params.json", "trials.json"}
 
