@@ -10,16 +10,7 @@ from paperworks.services.ops.spec import SPEC, DigestParams
 from paperworks.services.ops.tasks import run_digest
 from paperworks.shared.errors import TransientError
 from pydantic import ValidationError
-
-
-def hashlib_chain(seed: int, steps: int, rounds: int) -> list[str]:
-    state = hashlib.sha256(seed.to_bytes(8, "little")).digest()
-    out = []
-    for _ in range(steps):
-        for _ in range(rounds):
-            state = hashlib.sha256(state).digest()
-        out.append(state.hex())
-    return out
+from support import chain as hashlib_chain  # the chain recomputed with hashlib alone
 
 
 def test_one_round_is_sha256_of_sha256_of_the_seed_bytes():
