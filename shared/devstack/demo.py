@@ -59,6 +59,7 @@ def main(names: list[str]) -> None:
         settings = Settings(state_dir=Path(tmp) / "state")
         environ = {k: v for k, v in os.environ.items() if not k.startswith("PAPERWORKS_")}
         environ["PAPERWORKS_STATE_DIR"] = str(settings.state_dir)
+        environ["PAPERWORKS_DATA_ROOT"] = tmp  # the demos' own inputs, nothing else on this machine
         stack = EmbeddedStack(settings, list(runners), environ=environ)
         with console.status("starting the embedded stack (Kafka, Redis, SQLite, services)"):
             state = stack.up()

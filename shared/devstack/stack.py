@@ -127,6 +127,8 @@ class EmbeddedStack:
         # written to the state folder (`_component_env`).
         env = {k: v for k, v in self.environ.items() if k.startswith("PAPERWORKS_")}
         env["PAPERWORKS_STATE_DIR"] = str(self.settings.state_dir)
+        # dev mode on one machine: server paths under the folder the stack was started from
+        env.setdefault("PAPERWORKS_DATA_ROOT", os.getcwd())
         # `python -m` would put the working directory first on sys.path; from a checkout that makes
         # its kernels/ folder shadow the `kernels` package transformers imports.
         env["PYTHONSAFEPATH"] = "1"
