@@ -95,11 +95,7 @@ class S3ArtifactStore:
 
     def __init__(self, bucket: str, *, cache_dir: Path, prefix: str = "", client=None,
                  endpoint_url: str | None = None, region: str | None = None):
-        if client is None:
-            import boto3
-
-            client = boto3.client("s3", endpoint_url=endpoint_url or None, region_name=region or None)
-        self.client = client
+        self.client = client if client is not None else s3_client(endpoint_url, region)
         self.bucket = bucket
         self.prefix = prefix
         self.cache = ArtifactStore(cache_dir)
@@ -167,6 +163,13 @@ class S3ArtifactStore:
                 if os.path.exists(tmp):
                     os.unlink(tmp)
         return local
+
+
+def s3_client(endpoint_url: str | None = None, region: str | None = None):
+    """A boto3 S3 client for the configured endpoint (credentials from the standard AWS_* variables)."""
+    import boto3
+
+    return boto3.client("s3", endpoint_url=endpoint_url or None, region_name=region or None)
 
 
 def open_artifact_store(settings) -> ArtifactStore | S3ArtifactStore:

@@ -155,21 +155,21 @@ def resolve_input(ref: InputRefParams, ctx, service: str, field: str, *, unpack:
         job = finished_job(ctx.store, ctx.tenant, service, ref.artifact.job_id, f"{where}.job_id")
         sha = artifact_sha(ctx.store, job.id, ref.artifact.name, f"{where}.name")
         return _materialize(ctx.artifacts.path(sha), sha, ref.artifact.name, cache, unpack, where)
-    return _materialize(*_s3_object(ref.uri, cache, f"{field}.uri"), cache, unpack, f"{field}.uri")
+    return _materialize(*_s3_object(ref.uri, cache, f"{field}.uri", get_settings()), cache, unpack,
+                        f"{field}.uri")
 
 
-def _s3_object(uri: str, cache: Path, field: str) -> tuple[Path, str, str]:
+def _s3_object(uri: str, cache: Path, field: str, settings) -> tuple[Path, str, str]:
     import hashlib
 
-    import boto3
     from botocore.exceptions import BotoCoreError, ClientError
+    from paperworks.shared.artifacts import file_sha256, s3_client
 
     bucket, _, key = uri.removeprefix("s3://").partition("/")
-    allowed = {b.strip() for b in os.environ.get("PAPERWORKS_INPUT_S3_BUCKETS", "").split(",") if b.strip()}
+    allowed = {b.strip() for b in settings.input_s3_buckets.split(",") if b.strip()}
     if bucket not in allowed:
         raise InvalidArgument(field, "not a bucket inputs may come from (PAPERWORKS_INPUT_S3_BUCKETS)")
-    client = boto3.client("s3", endpoint_url=os.environ.get("PAPERWORKS_S3_ENDPOINT_URL") or None,
-                          region_name=os.environ.get("PAPERWORKS_S3_REGION") or None)
+    client = s3_client(settings.s3_endpoint_url, settings.s3_region)
     target = cache / "s3" / hashlib.sha256(uri.encode()).hexdigest()
     target.mkdir(parents=True, exist_ok=True)
     local = target / "object"
@@ -177,8 +177,6 @@ def _s3_object(uri: str, cache: Path, field: str) -> tuple[Path, str, str]:
         client.download_file(bucket, key, str(local))
     except (ClientError, BotoCoreError):
         raise InvalidArgument(field, f"no readable object {uri}") from None
-    from paperworks.shared.artifacts import file_sha256
-
     return local, file_sha256(local), Path(key).name
 
 

@@ -18,6 +18,7 @@ from paperworks.shared.backends import InvalidModel, ModelRef, load_backend
 from paperworks.shared.backends.tiny_data import stdlib_texts
 from paperworks.shared.backends.torch_lm import TorchCausalLM
 from paperworks.shared.db.jobs import JobStore
+from paperworks.shared.devices import device as server_device  # sync RPCs and announced models
 from paperworks.shared.errors import InvalidArgument
 from paperworks.shared.inputs import server_path
 from paperworks.shared.job_refs import artifact_sha, finished_job
@@ -30,19 +31,6 @@ from .spec import LocalModelSpec, QuantizeParams, TextSource
 TEXT_SUFFIXES = (".txt", ".md", ".rst", ".py", ".json")
 MAX_FILES = 5000
 CHECKPOINT, MANIFEST = "model.safetensors", "manifest.json"
-
-
-def server_device() -> str:
-    """The device of the server's sync RPCs (their packed-model cache) and of models other services
-    load through `announced_model`: PAPERWORKS_DEVICE, else cuda:0 where torch sees a GPU, else
-    cpu (the rule of `JobContext.device`, which jobs use)."""
-    from paperworks.shared.config import get_settings
-
-    if get_settings().device:
-        return get_settings().device
-    import torch
-
-    return "cuda:0" if torch.cuda.is_available() else "cpu"
 
 
 def open_model(source: LocalModelSpec, field: str = "model", device: str = "cpu") -> TorchCausalLM:

@@ -114,11 +114,10 @@ class RouterServicer(router_pb2_grpc.RouterServiceServicer):
                     self.rt.store, self.rt.artifacts, tenant, service, announced_job_id, field
                 )
 
-            import torch
-            from paperworks.shared.config import get_settings
+            from paperworks.shared.devices import device
 
             # the local LM's device, chosen as JobContext.device chooses a job's
-            device = get_settings().device or ("cuda:0" if torch.cuda.is_available() else "cpu")
-            return load_router(load_policy(self.rt.artifacts.path(sha).read_bytes()), open_announced, device)
+            return load_router(load_policy(self.rt.artifacts.path(sha).read_bytes()), open_announced,
+                               device())
 
         return sha, self._routers.get(sha, load)

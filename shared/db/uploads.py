@@ -18,14 +18,27 @@ from sqlalchemy import and_, delete, func, select, update
 UPLOADS = Upload.__table__
 
 
+def check_quota(tenant: str, held: int, size: int, quota_bytes: int) -> None:
+    """QuotaExceeded when `size` more bytes would put the tenant past its upload quota (0: none)."""
+    if quota_bytes and held + size > quota_bytes:
+        raise QuotaExceeded(f"tenant:{tenant}/uploads",
+                            f"tenant {tenant!r} holds {held} bytes of uploads; {size} more would pass the "
+                            f"quota (PAPERWORKS_UPLOAD_QUOTA_BYTES={quota_bytes}); wait for older ones "
+                            "to expire")
+
+
 class UploadStore:
     def __init__(self, db: Database):
         self.db = db
 
     def held_bytes(self, tenant: str) -> int:
         with self.db.read_rows() as conn:
-            return int(conn.execute(select(func.coalesce(func.sum(UPLOADS.c.size_bytes), 0))
-                                    .where(UPLOADS.c.tenant == tenant)).scalar_one())
+            return self._held(conn, tenant)
+
+    @staticmethod
+    def _held(conn, tenant: str) -> int:
+        return int(conn.execute(select(func.coalesce(func.sum(UPLOADS.c.size_bytes), 0))
+                                .where(UPLOADS.c.tenant == tenant)).scalar_one())
 
     def record(self, tenant: str, sha256: str, name: str, media_type: str, size: int, ttl_s: float,
                quota_bytes: int = 0) -> Upload:
@@ -35,14 +48,8 @@ class UploadStore:
         with self.db.write() as conn:
             held = conn.execute(select(UPLOADS.c.sha256).where(
                 and_(UPLOADS.c.tenant == tenant, UPLOADS.c.sha256 == sha256))).first()
-            if quota_bytes and held is None:
-                total = int(conn.execute(select(func.coalesce(func.sum(UPLOADS.c.size_bytes), 0))
-                                         .where(UPLOADS.c.tenant == tenant)).scalar_one())
-                if total + size > quota_bytes:
-                    raise QuotaExceeded(
-                        f"tenant:{tenant}/uploads",
-                        f"tenant {tenant!r} holds {total} bytes of uploads; {size} more would pass the "
-                        f"quota (PAPERWORKS_UPLOAD_QUOTA_BYTES={quota_bytes}); wait for older ones to expire")
+            if held is None and quota_bytes:
+                check_quota(tenant, self._held(conn, tenant), size, quota_bytes)
             conn.execute(_dialect(conn).insert(UPLOADS)
                          .values(tenant=tenant, sha256=sha256, name=name, media_type=media_type,
                                  size_bytes=size, pinned=False, created_at=now, expires_at=expires)

@@ -13,8 +13,8 @@ import tempfile
 from pathlib import Path
 
 from google.protobuf import timestamp_pb2
-from paperworks.shared.db.uploads import UploadStore
-from paperworks.shared.errors import InvalidArgument, QuotaExceeded, ResourceExhausted
+from paperworks.shared.db.uploads import UploadStore, check_quota
+from paperworks.shared.errors import InvalidArgument, ResourceExhausted
 from paperworks.v1 import common_pb2, jobs_pb2
 
 MAX_NAME = 256
@@ -62,11 +62,8 @@ async def receive(requests, *, tenant: str, rt) -> jobs_pb2.UploadArtifactRespon
             raise InvalidArgument("header.sha256", f"the bytes hash to {sha}, not {header.sha256}: "
                                   "damaged on the way; upload again")
         quota = settings.upload_quota_bytes
-        held = await asyncio.to_thread(uploads.held_bytes, tenant)
-        if quota and held + size > quota:
-            raise QuotaExceeded(f"tenant:{tenant}/uploads",
-                                f"tenant {tenant!r} holds {held} bytes of uploads; {size} more would pass "
-                                f"the quota (PAPERWORKS_UPLOAD_QUOTA_BYTES={quota})")
+        # checked before the blob is stored (and again, atomically, when the upload is recorded)
+        check_quota(tenant, await asyncio.to_thread(uploads.held_bytes, tenant), size, quota)
         await asyncio.to_thread(rt.artifacts.put_file, Path(tmp), sha)
         media_type = header.media_type or "application/octet-stream"
         row = await asyncio.to_thread(uploads.record, tenant, sha, header.name, media_type, size,

@@ -37,15 +37,10 @@ class JobContext:
 
     @cached_property
     def device(self) -> str:
-        """Where this job's method runs: PAPERWORKS_DEVICE, else cuda:0 when the worker sees a GPU
-        (each worker process is given one with CUDA_VISIBLE_DEVICES), else cpu."""
-        from paperworks.shared.config import get_settings
+        """Where this job's method runs (`paperworks.shared.devices.device`)."""
+        from paperworks.shared.devices import device
 
-        if get_settings().device:
-            return get_settings().device
-        import torch
-
-        return "cuda:0" if torch.cuda.is_available() else "cpu"
+        return device()
 
     @cached_property
     def tenant(self) -> str:

@@ -168,11 +168,13 @@ def test_an_input_resolves_from_each_source_for_its_tenant_only(store, tmp_path,
         # an s3:// object, only from a listed bucket
         url, bucket = s3_endpoint
         monkeypatch.setenv("PAPERWORKS_S3_ENDPOINT_URL", url)
+        get_settings.cache_clear()
         boto3.client("s3", endpoint_url=url).put_object(Bucket=bucket, Key="data/cases.csv", Body=b"a,b")
         with pytest.raises(InvalidArgument) as exc:
             resolve_input(InputRefParams(uri=f"s3://{bucket}/data/cases.csv"), ctx, "ops", "dataset")
         assert exc.value.field == "dataset.uri"
         monkeypatch.setenv("PAPERWORKS_INPUT_S3_BUCKETS", bucket)
+        get_settings.cache_clear()
         got = resolve_input(InputRefParams(uri=f"s3://{bucket}/data/cases.csv"), ctx, "ops", "dataset")
         assert got.name == "cases.csv" and got.read_bytes() == b"a,b"
         # exactly one source
