@@ -14,3 +14,15 @@ def device() -> str:
     import torch
 
     return "cuda:0" if torch.cuda.is_available() else "cpu"
+
+
+def autocast(device: str):
+    """bf16 autocast on a CUDA device (where a method allows mixed precision), else nothing: CPU
+    runs stay float32, so CPU results are the reference the GPU check compares against."""
+    import contextlib
+
+    import torch
+
+    if str(device).startswith("cuda"):
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()

@@ -14,7 +14,9 @@ import contextlib
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from paperworks.shared.errors import InvalidArgument
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -132,9 +134,81 @@ class InputRefParams(BaseModel):
         return self
 
 
-def resolve_input(ref: InputRefParams, ctx, service: str, field: str, *, unpack: bool = False) -> Path:
+@dataclass(frozen=True)
+class InputScope:
+    """Whose inputs a sync call reads and where they are stored (`ServiceRuntime.inputs`); a job's
+    `JobContext` has the same three attributes."""
+
+    store: Any  # paperworks.shared.db.jobs.JobStore
+    artifacts: Any  # paperworks.shared.artifacts.ArtifactStore
+    tenant: str
+
+
+def path_shorthand(data, path: str = "path", source: str = "source"):
+    """For a `model_validator(mode="before")`: a message with a string `path` and an InputRef
+    `source` takes either; `path` is short for `source.path` (both set and different: refused)."""
+    if not isinstance(data, dict) or not data.get(path):
+        return data
+    given = data.get(source)
+    if not given:
+        return {**data, source: {"path": data[path]}}
+    if (given.get("path") if isinstance(given, dict) else getattr(given, "path", "")) != data[path]:
+        raise ValueError(f"{source}: set one of {path} and {source}")
+    return data
+
+
+def input_refs(params: BaseModel, prefix: str = ""):
+    """Every `InputRefParams` in a job's validated parameters, with the field path users type
+    (`dataset.source`, `model.source`, `images[2]`)."""
+    if isinstance(params, list):
+        items = [(f"[{i}]", v) for i, v in enumerate(params)]
+    else:
+        items = [(name, getattr(params, name)) for name in type(params).model_fields]
+    for name, value in items:
+        where = f"{prefix}{name}" if name.startswith("[") or not prefix else f"{prefix}.{name}"
+        if isinstance(value, InputRefParams):
+            yield where, value
+        elif isinstance(value, BaseModel | list) and value:
+            yield from input_refs(value, where)
+
+
+def check_inputs(params: BaseModel, scope: InputScope, service: str) -> None:
+    """Submit-time checks of every input a job names, so a bad one is refused before the job is
+    queued: server paths under the data root, the tenant's own live uploads (pinned now: the job
+    uses them), finished jobs' artifacts, s3:// buckets inputs may come from."""
+    from paperworks.shared.config import get_settings
+
+    for field, ref in input_refs(params):
+        if ref.path:
+            server_path(ref.path, service, f"{field}.path")
+        elif ref.upload:
+            from paperworks.shared.db.uploads import UploadStore
+
+            uploads = UploadStore(scope.store.db)
+            uploads.get(scope.tenant, ref.upload, f"{field}.upload")
+            uploads.pin(scope.tenant, ref.upload)
+        elif ref.artifact is not None:
+            from paperworks.shared.job_refs import artifact_sha, finished_job
+
+            where = f"{field}.artifact"
+            job = finished_job(scope.store, scope.tenant, service, ref.artifact.job_id, f"{where}.job_id")
+            artifact_sha(scope.store, job.id, ref.artifact.name, f"{where}.name")
+        else:
+            bucket = ref.uri.removeprefix("s3://").partition("/")[0]
+            if bucket not in _input_buckets(get_settings()):
+                raise InvalidArgument(f"{field}.uri", "not a bucket inputs may come from "
+                                      "(PAPERWORKS_INPUT_S3_BUCKETS)")
+
+
+def _input_buckets(settings) -> set[str]:
+    return {b.strip() for b in settings.input_s3_buckets.split(",") if b.strip()}
+
+
+def resolve_input(ref: InputRefParams, ctx: InputScope, service: str, field: str, *,
+                  unpack: bool = False) -> Path:
     """A local file (or, with `unpack`, a folder for an archive) holding the input `ref` names,
-    for the job `ctx` runs; every refusal names `field` and its source."""
+    for the tenant of `ctx` (a JobContext or an InputScope); every refusal names `field` and its
+    source."""
     from paperworks.shared.config import get_settings
 
     cache = Path(get_settings().state_dir) / "inputs"
@@ -166,8 +240,7 @@ def _s3_object(uri: str, cache: Path, field: str, settings) -> tuple[Path, str, 
     from paperworks.shared.artifacts import file_sha256, s3_client
 
     bucket, _, key = uri.removeprefix("s3://").partition("/")
-    allowed = {b.strip() for b in settings.input_s3_buckets.split(",") if b.strip()}
-    if bucket not in allowed:
+    if bucket not in _input_buckets(settings):
         raise InvalidArgument(field, "not a bucket inputs may come from (PAPERWORKS_INPUT_S3_BUCKETS)")
     client = s3_client(settings.s3_endpoint_url, settings.s3_region)
     target = cache / "s3" / hashlib.sha256(uri.encode()).hexdigest()

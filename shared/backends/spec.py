@@ -13,14 +13,17 @@ from urllib.parse import urlparse
 from paperworks.shared.backends import endpoints
 from paperworks.shared.backends.errors import InvalidModel
 from paperworks.shared.backends.ref import ModelRef
+from paperworks.shared.inputs import InputRefParams, InputScope, path_shorthand, resolve_input
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 
 class ModelSpec(BaseModel):
     """A model: an OpenAI-compatible server (`model`, and either `endpoint`, a name the operator
     declared with its URL and key, or a raw `url` with /v1 where the operator allows it; `api`
-    chat, the default, or the legacy completions route), or a local `hf` / `tiny` directory
-    (`path`). `api_key_env` (dev mode only) names the environment variable that holds the key."""
+    chat, the default, or the legacy completions route), or a local `hf` / `tiny` folder: `source`
+    (an upload of the folder as an archive, a job's artifact, an s3:// object or a server path) or
+    `path`, short for `source.path`. `api_key_env` (dev mode only) names the environment variable
+    that holds the key."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -34,15 +37,31 @@ class ModelSpec(BaseModel):
     max_retries: int = Field(default=3, ge=0, le=10)
     max_concurrency: int = Field(default=4, ge=1, le=64)
     api: Literal["chat", "completions"] = "chat"
+    source: InputRefParams | None = Field(default=None, validate_default=True)
 
     # One check per field, so a refusal names the field (`target.url`, not `target`); the same
     # rules ModelRef enforces, which `_usable` then confirms.
-    @field_validator("path")
+    @model_validator(mode="before")
     @classmethod
-    def _local_path(cls, value: str, info: ValidationInfo) -> str:
-        if info.data.get("kind") in ("hf", "tiny") and not value:
-            raise ValueError(f"a {info.data['kind']} model needs a local directory path")
+    def _path_is_source_path(cls, data):
+        return path_shorthand(data)
+
+    @field_validator("source")
+    @classmethod
+    def _local_source(cls, value: InputRefParams | None, info: ValidationInfo):
+        kind = info.data.get("kind")
+        if kind in ("hf", "tiny") and value is None:
+            raise ValueError(f"a {kind} model needs its folder: source (an upload, an artifact, an "
+                             "s3:// object or a server path) or path")
+        if value is not None and kind not in ("hf", "tiny"):
+            raise ValueError(f"only hf and tiny models are folders, not {kind}")
         return value
+
+    @model_validator(mode="after")
+    def _path_mirrors_source(self):
+        if self.source is not None and self.source.path and not self.path:
+            self.path = self.source.path
+        return self
 
     @field_validator("url")
     @classmethod
@@ -74,7 +93,7 @@ class ModelSpec(BaseModel):
 
     @model_validator(mode="after")
     def _usable(self):
-        if self.kind in ("openai", "hf", "tiny"):
+        if self.kind == "openai" or self.path:
             try:
                 self.ref()
             except InvalidModel as exc:
@@ -103,6 +122,18 @@ class ModelSpec(BaseModel):
             api=self.api,
         )
 
+    def local_ref(self, scope: InputScope, service: str, field: str) -> ModelRef:
+        """The backends' reference with an hf / tiny model's folder made local for this tenant
+        (`paperworks.shared.inputs.resolve_input`: server paths under the data root, uploads and
+        artifacts unpacked, s3:// objects fetched); refusals name `field`.source."""
+        if self.source is None:
+            return self.ref()
+        folder = resolve_input(self.source, scope, service, f"{field}.source", unpack=True)
+        return self.model_copy(update={"path": str(folder)}).ref()
+
     @property
     def label(self) -> str:
-        return f"{self.kind}:{self.model or self.path}"
+        source = self.source
+        where = source and (source.path or source.uri or (source.upload and f"upload:{source.upload[:12]}")
+                            or (source.artifact and f"{source.artifact.job_id}/{source.artifact.name}"))
+        return f"{self.kind}:{self.model or where}"

@@ -21,6 +21,7 @@ from paperworks.shared.db import quotas
 from paperworks.shared.db.engine import Database
 from paperworks.shared.db.jobs import JobStore
 from paperworks.shared.errors import violations_from_pydantic
+from paperworks.shared.inputs import InputScope, check_inputs
 from paperworks.shared.registry import ServiceSpec
 from paperworks.shared.rpc.auth import Authenticator
 from paperworks.shared.rpc.convert import job_message, request_params
@@ -59,6 +60,10 @@ class ServiceRuntime:
         endpoints.TENANT.set(tenant)
         return tenant
 
+    def inputs(self, context: grpc.aio.ServicerContext) -> InputScope:
+        """The caller's inputs (uploads, job artifacts) for a sync call (`shared.inputs`)."""
+        return InputScope(self.store, self.artifacts, self.tenant(context))
+
     async def submit(self, context, kind_name: str, request) -> jobs_pb2.Job:
         tenant = self.tenant(context)
         kind = self.spec.kind(kind_name)
@@ -66,6 +71,8 @@ class ServiceRuntime:
             params = kind.params.model_validate(request_params(request))
         except ValidationError as exc:
             raise violations_from_pydantic(exc) from None
+        await asyncio.to_thread(check_inputs, params, InputScope(self.store, self.artifacts, tenant),
+                                self.spec.name)
         key = getattr(request, "idempotency_key", "") or None
         max_queued = self.settings.max_queued_jobs_per_tenant
         max_active = self.settings.max_active_jobs_per_tenant

@@ -104,15 +104,26 @@ def submit(
     kind: str,
     set_: list[str] = typer.Option([], "--set", help="A parameter, key=value: JSON, or text for a "
                                    "text field; @file reads a file (.npy or nested lists for tensors)."),
+    input_: list[str] = typer.Option([], "--input", help="field=PATH: upload a local file or folder "
+                                     "(sent as .tar.gz) and give it to an input field (dotted for a "
+                                     "nested one: model.source)."),
     watch_: bool = typer.Option(False, "--watch", help="Follow the job until it ends."),
 ):
     """Submit a job: paperworks submit ops digest --set seed=1 --set steps=10
     (its parameters: paperworks describe SERVICE KIND)"""
     from paperworks.shared.sdk import discovery
+    from paperworks.shared.sdk.values import merge_params, nested
 
     method = _run(lambda: discovery.submit_method(service, kind))
     params = _sets(method.input_type, set_)
-    job = _run(lambda: _client().submit(service, kind, **params))
+    client = _client()
+    for item in input_:
+        field, sep, path = item.partition("=")
+        if not sep or not field or not path:
+            _fail(f"--input {item!r}: expected field=PATH")
+        reply = _upload(client, Path(path), service)
+        params = merge_params(params, nested(field, {"upload": reply.artifact.sha256}))
+    job = _run(lambda: client.submit(service, kind, **params))
     console.print(job.id)
     if watch_:
         watch(job.id)
@@ -205,18 +216,23 @@ def upload(
     media_type: str = typer.Option("", help="e.g. application/gzip; empty: guessed from the name."),
 ):
     """Upload a file or folder (sent as .tar.gz) for your jobs; prints its sha256, which job inputs
-    name as {"upload": "<sha256>"}."""
-    client = _client()
+    name as {"upload": "<sha256>"} (or `paperworks submit ... --input field=PATH` in one step)."""
+    reply = _upload(_client(), path, service or None, media_type)
+    console.print(reply.artifact.sha256)
+
+
+def _upload(client, path: Path, service: str | None, media_type: str = ""):
+    """Uploads `path` with a progress bar on stderr; the reply (its artifact's sha256 names it)."""
     with Progress(TextColumn(str(path)), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                   TimeElapsedColumn(), console=err) as bar:
         task = bar.add_task("upload", total=None)
-        reply = _run(lambda: client.upload(path, service or None, media_type,
+        reply = _run(lambda: client.upload(path, service, media_type,
                                            progress=lambda sent, total: bar.update(task, completed=sent,
                                                                                    total=total)))
-    console.print(reply.artifact.sha256)
-    err.print(f"{reply.artifact.name}: {reply.artifact.size_bytes} bytes, expires "
-              f"{reply.expire_time.ToDatetime().isoformat(timespec='seconds')}Z unless a job uses it",
-              highlight=False)
+    err.print(f"{reply.artifact.name}: {reply.artifact.size_bytes} bytes (sha256 {reply.artifact.sha256}), "
+              f"expires {reply.expire_time.ToDatetime().isoformat(timespec='seconds')}Z unless a job "
+              "uses it", highlight=False)
+    return reply
 
 
 # --- discovery and sync calls ---------------------------------------------------------------

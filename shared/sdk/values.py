@@ -130,6 +130,26 @@ def params_from_sets(descriptor: Descriptor | None, sets: list[str]) -> dict:
     return params
 
 
+def nested(dotted: str, value) -> dict:
+    """`a.b.c`, v -> {"a": {"b": {"c": v}}}: a nested request field named the way errors name it."""
+    for key in reversed(dotted.split(".")):
+        if not key:
+            raise InvalidArgument("--input", f"{dotted!r} is not a field name")
+        value = {key: value}
+    return value
+
+
+def merge_params(base: dict, extra: dict) -> dict:
+    """`base` with `extra` laid over it, nested dictionaries merged key by key."""
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merge_params(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
 def integral(value):
     """Numbers that are whole printed as integers (results travel as google.protobuf.Struct,
     whose numbers are all doubles: `"repeat": 2.0` was `2` when the job wrote it)."""

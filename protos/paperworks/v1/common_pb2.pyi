@@ -87,7 +87,7 @@ class ErrorDetail(_message.Message):
     def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., field_violations: _Optional[_Iterable[_Union[FieldViolation, _Mapping]]] = ..., retryable: _Optional[bool] = ...) -> None: ...
 
 class ModelSpec(_message.Message):
-    __slots__ = ("kind", "path", "url", "model", "api_key_env", "timeout_s", "max_retries", "max_concurrency", "api", "endpoint")
+    __slots__ = ("kind", "path", "url", "model", "api_key_env", "timeout_s", "max_retries", "max_concurrency", "api", "endpoint", "source")
     KIND_FIELD_NUMBER: _ClassVar[int]
     PATH_FIELD_NUMBER: _ClassVar[int]
     URL_FIELD_NUMBER: _ClassVar[int]
@@ -98,6 +98,7 @@ class ModelSpec(_message.Message):
     MAX_CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
     API_FIELD_NUMBER: _ClassVar[int]
     ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
     kind: str
     path: str
     url: str
@@ -108,7 +109,8 @@ class ModelSpec(_message.Message):
     max_concurrency: int
     api: str
     endpoint: str
-    def __init__(self, kind: _Optional[str] = ..., path: _Optional[str] = ..., url: _Optional[str] = ..., model: _Optional[str] = ..., api_key_env: _Optional[str] = ..., timeout_s: _Optional[float] = ..., max_retries: _Optional[int] = ..., max_concurrency: _Optional[int] = ..., api: _Optional[str] = ..., endpoint: _Optional[str] = ...) -> None: ...
+    source: InputRef
+    def __init__(self, kind: _Optional[str] = ..., path: _Optional[str] = ..., url: _Optional[str] = ..., model: _Optional[str] = ..., api_key_env: _Optional[str] = ..., timeout_s: _Optional[float] = ..., max_retries: _Optional[int] = ..., max_concurrency: _Optional[int] = ..., api: _Optional[str] = ..., endpoint: _Optional[str] = ..., source: _Optional[_Union[InputRef, _Mapping]] = ...) -> None: ...
 
 class JobArtifactRef(_message.Message):
     __slots__ = ("job_id", "name")

@@ -73,7 +73,7 @@ def test_bad_generate_requests_name_the_field(change, field):
     [
         ("target", {"kind": "openai", "url": "localhost:8000", "model": "m"}, "url"),
         ("judge", {"kind": "openai", "url": "http://h:1/v1"}, "model"),
-        ("generator", {"kind": "hf"}, "path"),
+        ("generator", {"kind": "hf"}, "source"),
     ],
 )
 def test_a_bad_backend_reference_names_the_role_and_the_field(role, spec, field):
