@@ -4,8 +4,11 @@
 benchmarks); it is read on every call. Unforced, CPU tensors go to the C++ backend and CUDA
 tensors to the CUDA kernels, then Triton. A backend that lacks the op, runs on another
 device or cannot be loaded (no compiler, no nvcc, no triton) hands over to the reference,
-and says so once in the log. Backends are imported lazily, so an op never imports triton or
-builds a library it does not need.
+and says so once in the log; with ``PAPERWORKS_KERNELS_REQUIRED=1`` (the images set it) a
+backend that cannot load is an error instead, so a broken build never runs silently on the
+reference. :func:`report` says which backend each op runs on (workers and servers publish it:
+``paperworks status``, /metrics). Backends are imported lazily, so an op never imports triton
+or builds a library it does not need.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from . import reference
 log = logging.getLogger(__name__)
 
 ENV = "PAPERWORKS_KERNEL_BACKEND"
+REQUIRED_ENV = "PAPERWORKS_KERNELS_REQUIRED"
 NAMES = ("reference", "cpu", "cuda", "triton")
 PREFERENCE = {"cpu": ("cpu",), "cuda": ("cuda", "triton")}
 
@@ -62,9 +66,18 @@ def forced() -> str | None:
     return name or None
 
 
+def required() -> bool:
+    return os.environ.get(REQUIRED_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+class KernelUnavailable(RuntimeError):
+    """A compiled backend the deployment requires cannot run an op (PAPERWORKS_KERNELS_REQUIRED)."""
+
+
 def select(op: str, device: torch.device) -> ModuleType:
     """The backend module that will run ``op`` on tensors of ``device``."""
     name = forced()
+    broken = []
     for candidate in (name,) if name else PREFERENCE.get(device.type, ()):
         if candidate == "reference":
             return reference
@@ -72,5 +85,16 @@ def select(op: str, device: torch.device) -> ModuleType:
         reason = _why_not(module, op, device)
         if reason is None:
             return module
+        if reason in ("not importable", "not available"):
+            broken.append(f"{candidate} {reason}")
         _fall_back(candidate, op, device.type, reason)
+    if broken and required():
+        raise KernelUnavailable(f"no compiled kernel runs {op} on {device.type} ({'; '.join(broken)}) "
+                                f"and {REQUIRED_ENV} is set: the kernel build is broken")
     return reference
+
+
+def report(ops, device: torch.device | str) -> dict[str, str]:
+    """{op: the backend that runs it on `device`} (loading, or building, the backends)."""
+    device = torch.device(device)
+    return {op: getattr(select(op, device), "NAME", "reference") for op in ops}

@@ -26,3 +26,14 @@ def autocast(device: str):
     if str(device).startswith("cuda"):
         return torch.autocast("cuda", dtype=torch.bfloat16)
     return contextlib.nullcontext()
+
+
+def device_report(ops) -> dict:
+    """Where this process runs its service's methods and, per kernel op the service calls, the
+    backend that runs it there (building the backend if needed: a fallback to the PyTorch
+    reference shows here instead of passing silently; with PAPERWORKS_KERNELS_REQUIRED a broken
+    build is an error)."""
+    from paperworks.kernels.backends import report
+
+    where = device()
+    return {"device": where, "kernels": report(ops, where) if ops else {}}

@@ -39,6 +39,9 @@ class ServiceSpec:
     # good so adding a service never moves another's; taken in order of addition from 50051 (the
     # next free one is in services/README.md). None is refused by `make deploy-files` and test_deploy.
     port: int | None = None
+    # the shared kernel ops (paperworks.kernels.ops) the service's methods call: its processes
+    # report which backend runs each (`paperworks status`, /metrics)
+    kernel_ops: tuple[str, ...] = ()
 
     @property
     def package(self) -> str:

@@ -48,32 +48,42 @@ def build_directory() -> Path:
     return path
 
 
-def _build():
+def compile_extension():
+    """Builds (or loads the cached build of) the extension; raises when it cannot."""
     compiler = os.environ.get("CXX", "c++")
     if shutil.which(compiler) is None:
-        log.warning("no C++ compiler (%s): CPU kernels fall back to the reference", compiler)
-        return None
+        raise FileNotFoundError(f"no C++ compiler ({compiler})")
     from torch.utils import cpp_extension
 
     here = Path(__file__).parent
+    cpp_extension.load(
+        name=NAME,
+        sources=[str(here / s) for s in SOURCES],
+        extra_cflags=list(CFLAGS),
+        extra_ldflags=["-fopenmp"],
+        build_directory=str(build_directory()),
+        is_python_module=False,
+        verbose=False,
+    )
+    return getattr(torch.ops, NAME)
+
+
+def _build():
     try:
-        cpp_extension.load(
-            name=NAME,
-            sources=[str(here / s) for s in SOURCES],
-            extra_cflags=list(CFLAGS),
-            extra_ldflags=["-fopenmp"],
-            build_directory=str(build_directory()),
-            is_python_module=False,
-            verbose=False,
-        )
+        return compile_extension()
     except Exception as exc:  # noqa: BLE001 - any build failure means "use the reference"
         log.warning("CPU kernels failed to build, falling back to the reference: %s",
                     str(exc)[-2000:])
         return None
-    return getattr(torch.ops, NAME)
 
 
 @functools.cache
 def load():
     """The ``torch.ops.paperworks_cpu`` namespace, or None when it cannot be built."""
     return _build()
+
+
+if __name__ == "__main__":
+    # image builds: compile now, and fail the build if it cannot (no silent reference at run time)
+    compile_extension()
+    print(f"built {NAME} in {build_directory()}")

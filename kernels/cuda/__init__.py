@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import logging
+import os
 
 import torch
 
@@ -47,7 +48,8 @@ def _library() -> ctypes.CDLL | None:
     if not torch.cuda.is_available():
         return None
     try:
-        return bind(build.build())
+        # images compile the library at build time (infra/docker/Dockerfile) and name it here
+        return bind(os.environ.get("PAPERWORKS_CUDA_LIBRARY") or build.build())
     except (OSError, RuntimeError) as exc:
         log.warning("CUDA kernels unavailable, falling back: %s", exc)
         return None

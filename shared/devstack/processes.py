@@ -34,6 +34,33 @@ def mark_ready(settings: Settings, component: str) -> None:
     path.write_text(str(os.getpid()))
 
 
+def device_file(settings: Settings, component: str) -> Path:
+    return settings.state_dir / "run" / f"{component}.device.json"
+
+
+def publish_device(settings: Settings, component: str, ops, on_report=None) -> None:
+    """In the background (a first kernel build takes a while): writes where this process runs
+    methods and which kernel backend each op uses, or why none can, for `paperworks status`."""
+    import json
+    import threading
+
+    from paperworks.shared.devices import device_report
+
+    def run():
+        try:
+            report = device_report(ops)
+            if on_report is not None:
+                on_report(report)
+        except Exception as exc:  # noqa: BLE001 - shown by `paperworks status`, logged here
+            logging.getLogger(__name__).error("%s: kernels unavailable: %s", component, exc)
+            report = {"error": str(exc)[:500]}
+        path = device_file(settings, component)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report))
+
+    threading.Thread(target=run, name="device-report", daemon=True).start()
+
+
 def serve(settings: Settings, name: str) -> None:
     from paperworks.shared.rpc import server
 
@@ -52,6 +79,10 @@ def serve(settings: Settings, name: str) -> None:
 
             start_http_server(settings.metrics_port, addr=settings.grpc_host)
         await srv.start()
+        from paperworks.shared.rpc.metrics import publish_kernels
+
+        publish_device(settings, f"{name}.server", spec.kernel_ops,
+                       on_report=lambda report: publish_kernels(spec.name, report))
         mark_ready(settings, f"{name}.server")
         logging.getLogger(__name__).info("%s serving on port %d", name, port)
         stop = asyncio.Event()
@@ -85,6 +116,7 @@ def work(settings: Settings, name: str) -> None:
 
     @worker_ready.connect(weak=False)
     def _ready(**_):
+        publish_device(settings, f"{name}.worker", service(name).kernel_ops)
         mark_ready(settings, f"{name}.worker")
 
     app.worker_main(

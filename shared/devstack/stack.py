@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 
 from paperworks.shared import registry
 from paperworks.shared.config import Settings
-from paperworks.shared.devstack.processes import ready_file
+from paperworks.shared.devstack.processes import device_file, ready_file
 
 COMPOSE_FIRST_PORT = 50051  # the lowest ServiceSpec.port
 
@@ -220,6 +220,7 @@ class EmbeddedStack:
     def start(self, name: str) -> int:
         comp = self.state.components[name]
         ready_file(self.settings, name).unlink(missing_ok=True)
+        device_file(self.settings, name).unlink(missing_ok=True)
         with open(self.settings.state_dir / "logs" / f"{name}.log", "ab") as log:
             proc = subprocess.Popen(
                 comp.argv, env=self._component_env(comp), stdout=log, stderr=subprocess.STDOUT,

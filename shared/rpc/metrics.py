@@ -15,6 +15,16 @@ LATENCY = Histogram(
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
 
+KERNEL_BACKEND = Gauge("paperworks_kernel_backend",
+                       "1 for the kernel backend each op runs on in this process (reference = no "
+                       "compiled kernel)", ["service", "op", "backend", "device"])
+
+
+def publish_kernels(service: str, report: dict) -> None:
+    """`paperworks.shared.devices.device_report` as gauges, so a fallback shows on /metrics."""
+    for op, backend in report.get("kernels", {}).items():
+        KERNEL_BACKEND.labels(service, op, backend, report["device"]).set(1)
+
 
 class MetricsInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, service: str):

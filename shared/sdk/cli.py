@@ -348,7 +348,7 @@ def status():
         stack = attach(get_settings())
     except StackError as exc:
         _fail(str(exc))
-    table = Table("component", "pid", "port", "alive", "ready", "health")
+    table = Table("component", "pid", "port", "alive", "ready", "health", "device · kernels")
     healthy = True
     for name, comp in stack.state.components.items():
         alive = pid_alive(comp.pid)
@@ -356,10 +356,27 @@ def status():
         health = _health(comp.port) if name.endswith(".server") and alive else "-"
         healthy &= alive and ready and health in ("SERVING", "-")
         table.add_row(name, str(comp.pid), str(comp.port or "-"), "yes" if alive else "NO",
-                      "yes" if ready else "no", health)
+                      "yes" if ready else "no", health, _device(name))
     console.print(table)
     if not healthy:
         raise typer.Exit(1)
+
+
+def _device(component: str) -> str:
+    """What the process published (`processes.publish_device`): its device and each kernel op's
+    backend, "reference" marking an op that runs without its compiled kernel."""
+    from paperworks.shared.devstack.processes import device_file
+
+    path = device_file(get_settings(), component)
+    if not component.endswith((".server", ".worker")):
+        return "-"
+    if not path.exists():
+        return "pending"
+    report = json.loads(path.read_text())
+    if "error" in report:
+        return f"KERNELS UNAVAILABLE: {report['error']}"
+    kernels = ", ".join(f"{op}={backend}" for op, backend in report["kernels"].items())
+    return report["device"] + (f" · {kernels}" if kernels else "")
 
 
 def _health(port: int, host: str = "127.0.0.1") -> str:

@@ -48,10 +48,15 @@ def test_submit_watch_get_list_pull(cli, tmp_path):
 
 def test_status_reports_every_process_healthy(cli):
     run, _ = cli
-    out = run("status").stdout
+    for _ in range(30):  # the device report is written in the background after start
+        out = run("status").stdout
+        if "pending" not in out:
+            break
     for comp in ("kafka", "redis", "ops.server", "ops.dispatcher", "ops.worker"):
         assert comp in out
     assert "SERVING" in out and "NO" not in out
+    # each server and worker says where it runs methods (ops calls no kernel op)
+    assert all(" cpu" in line for line in out.splitlines() if ".server" in line or ".worker" in line), out
 
 
 def test_cancel_a_queued_or_running_job(cli):

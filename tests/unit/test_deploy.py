@@ -121,6 +121,18 @@ def test_dockerfile_is_multistage_pinned_nonroot_and_its_sources_exist():
     assert Path(ROOT / ".dockerignore").exists()
 
 
+def test_the_images_compile_the_kernels_and_never_fall_back_silently():
+    """The CPU extension is compiled at image build time (a failure fails the build), the CUDA
+    library by nvcc in its own stage; both runtime stages carry them and require them."""
+    text = (ROOT / "infra/docker/Dockerfile").read_text()
+    assert re.search(r"^RUN .*python -m paperworks\.kernels\.cpu\.build", text, re.M)
+    assert "ninja" in text and re.search(r"^RUN .*nvcc .*kernels/cuda/\*\.cu", text, re.M | re.S)
+    assert len(re.findall(r"^ENV .*\n?.*PAPERWORKS_KERNELS_REQUIRED=1", text, re.M)) == 2
+    assert text.count("COPY --from=python-env --chown=10001 /opt/torch-extensions") == 2
+    assert "PAPERWORKS_CUDA_LIBRARY=/opt/paperworks/lib/libpaperworks_cuda.so" in text
+    assert 'os.environ.get("PAPERWORKS_CUDA_LIBRARY")' in (ROOT / "kernels/cuda/__init__.py").read_text()
+
+
 def test_servers_are_health_checked_and_everything_waits_for_migrations():
     compose = compose_services()
     for name in services():

@@ -46,6 +46,24 @@ def test_unbuildable_cpu_backend_falls_back_to_the_reference(monkeypatch, caplog
     make.assert_linear_close(ops.binary_linear(x, signs, alpha), x, w, x @ w.T)
 
 
+def test_a_required_backend_that_cannot_load_is_an_error_not_a_fallback(monkeypatch):
+    """Images set PAPERWORKS_KERNELS_REQUIRED: a broken build fails loudly; an op a backend does
+    not implement on that device (grid_contract has no CUDA kernel) still runs on the reference."""
+    monkeypatch.setattr(cpu, "load", lambda: None)
+    monkeypatch.delenv(backends.ENV, raising=False)
+    monkeypatch.setenv(backends.REQUIRED_ENV, "1")
+    with pytest.raises(backends.KernelUnavailable, match="binary_linear.*cpu not available"):
+        ops.backend_for("binary_linear", "cpu")
+    assert backends.report(["grid_contract"], "meta") == {"grid_contract": "reference"}
+    monkeypatch.setenv(backends.REQUIRED_ENV, "0")
+    assert backends.report(["binary_linear"], "cpu") == {"binary_linear": "reference"}
+
+
+def test_the_report_names_each_ops_backend(cpu_ops, monkeypatch):
+    monkeypatch.delenv(backends.ENV, raising=False)
+    assert backends.report(ALL_OPS, "cpu") == dict.fromkeys(ALL_OPS, "cpu")
+
+
 def test_linear_keeps_leading_dims_and_dtype(cpu_ops, make):
     codes, scale, offset, w = make.int2(6, 40, 8, seed=1)
     x = torch.randn(2, 3, 40, generator=make.generator(2)).to(torch.bfloat16)
