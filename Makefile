@@ -17,7 +17,7 @@ RUN_MODULE := PYTHONSAFEPATH=1 $(BIN)/python -m
 # max RSS 1.20 -> 1.25 GB) and took the segmenter's tests from 216 to 171 CPU-s.
 KEEP_HEAP  := MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=2147483648
 
-.PHONY: demo test proto deploy-files up down status bench lint clean
+.PHONY: demo test proto deploy-files up down status bench gpu-check lint clean
 
 $(STAMP): pyproject.toml setup.py
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (paperworks needs Python 3.11)"; exit 1; }
@@ -50,6 +50,11 @@ status: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/run_all.py
+
+# on a machine with an NVIDIA GPU: kernel parity and speed, each service's smallest job on cuda:0
+# and on cpu; writes tests/benchmarks/results/gpu_check.{json,md} (exits 3 without a GPU)
+gpu-check: $(STAMP)
+	timeout 300 $(BIN)/python tests/gpu/gpu_check.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

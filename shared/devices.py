@@ -37,3 +37,34 @@ def device_report(ops) -> dict:
 
     where = device()
     return {"device": where, "kernels": report(ops, where) if ops else {}}
+
+
+class GpuPeak:
+    """The peak GPU memory a block allocated, read from torch's allocator: where a job's tensors
+    really were, not where it was told to run. Never imports torch itself (a service without
+    torch pays nothing); a process whose CUDA is not initialized reports nothing."""
+
+    def __enter__(self):
+        import sys
+
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_initialized():
+            torch.cuda.reset_peak_memory_stats()
+        self.peak_bytes: int | None = None
+        return self
+
+    def __exit__(self, *exc):
+        import sys
+
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_initialized():
+            self.peak_bytes = int(torch.cuda.max_memory_allocated())
+        return False
+
+    def describe(self) -> str | None:
+        if not self.peak_bytes:
+            return None
+        import torch
+
+        return f"ran on cuda:{torch.cuda.current_device()} ({torch.cuda.get_device_name()}): peak GPU " \
+               f"memory {self.peak_bytes / 2**20:.1f} MiB"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import grpc
@@ -131,30 +132,57 @@ def submit(
 
 @app.command()
 def watch(job_id: str = typer.Argument(..., help="A job id or a unique prefix of one.")):
-    """Follow a job with a live progress bar until it ends."""
+    """Follow a job with a live progress bar until it ends: the time counts from submission, and
+    the time spent queued and in each stage (model loading included) is printed at the end."""
     client = _client()
     job_id = _run(lambda: client.resolve(job_id))
 
     def follow():
+        created = client.get(job_id).create_time.ToDatetime().timestamp()
+        phases = Phases(created)
         with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
                       TimeElapsedColumn(), console=console, transient=False) as bar:
             task = bar.add_task(job_id, total=1.0, info="")
+            bar.tasks[0].start_time = bar.get_time() - max(0.0, time.time() - created)
             for ev in client.watch(job_id):
                 state = PROTO_TO_STATE.get(ev.state, "?")
+                phases.see(state, ev.progress.stage if ev.HasField("progress") else "",
+                           ev.time.ToDatetime().timestamp())
                 if ev.HasField("progress"):
                     info = ev.progress.message or f"{ev.progress.step}/{ev.progress.total_steps}"
-                    bar.update(task, completed=ev.progress.fraction, info=f"{state} {info}")
+                    stage = f"{ev.progress.stage}: " if ev.progress.stage else ""
+                    bar.update(task, completed=ev.progress.fraction, info=f"{state} {stage}{info}")
                 else:
                     bar.update(task, info=f"{state} {ev.message}".strip())
-        return client.get(job_id)
+        return client.get(job_id), phases
 
-    job = _run(follow)
+    job, phases = _run(follow)
     state = _state(job)
-    console.print(f"{job.id} {state}")
+    console.print(f"{job.id} {state}  ({phases.summary()})", highlight=False)
     if job.HasField("result") and job.result.fields:
         console.print_json(json.dumps(_dict(job.result)))
     if state == "FAILED":
         _fail(f"{job.error.message}{_violations(job.error)}", 2)
+
+
+class Phases:
+    """Where a job's time went, from its events: queued (submission to the first RUNNING), then
+    each stage the job reported (a cold worker's model loading shows as its own stage)."""
+
+    def __init__(self, created: float):
+        self.created, self.last, self.current = created, created, "queued"
+        self.spent: dict[str, float] = {}
+
+    def see(self, state: str, stage: str, at: float) -> None:
+        phase = "queued" if state == "QUEUED" else (stage or "running") if state == "RUNNING" else None
+        if phase == self.current:
+            return
+        self.spent[self.current] = self.spent.get(self.current, 0.0) + max(0.0, at - self.last)
+        self.last, self.current = at, phase or "done"
+
+    def summary(self) -> str:
+        parts = [f"{name} {seconds:.1f}s" for name, seconds in self.spent.items() if name != "done"]
+        return ", ".join(parts) or "no events"
 
 
 @app.command()

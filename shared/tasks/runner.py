@@ -20,6 +20,7 @@ from paperworks.shared.artifacts import ArtifactStore
 from paperworks.shared.backends import endpoints
 from paperworks.shared.db.jobs import Acquired, Busy, JobStore, LeaseLost, error_dict
 from paperworks.shared.db.models import CANCELLED, FAILED, SUCCEEDED
+from paperworks.shared.devices import GpuPeak
 from paperworks.shared.errors import PaperworksError, TransientError
 from paperworks.shared.registry import ServiceSpec, load
 from paperworks.shared.tasks.context import JobCancelled, JobContext
@@ -129,8 +130,10 @@ def run_job(
         kind = spec.kind(claim.kind)
         params = kind.params.model_validate(claim.params)
         handler = load(kind.handler)
-        with HEARTBEATS.keep(store, job_id, claim.token, lease_s / 3):
+        with HEARTBEATS.keep(store, job_id, claim.token, lease_s / 3), GpuPeak() as gpu:
             result = handler(params, ctx)
+        if gpu.describe():  # the job's last progress says where its tensors were (make gpu-check)
+            ctx.progress(1, 1, stage="device", message=gpu.describe())
         ended = store.finish(job_id, claim.token, SUCCEEDED, result=result or {})
         return Outcome(SUCCEEDED if ended else None)
     except LeaseLost:

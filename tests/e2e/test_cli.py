@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -38,6 +39,7 @@ def test_submit_watch_get_list_pull(cli, tmp_path):
               "--set", "rounds_per_step=100", "--watch").stdout
     job_id = out.split()[0]
     assert "SUCCEEDED" in out and chain(5, 4, 100)[-1] in out
+    assert re.search(r"SUCCEEDED  \(queued \d+\.\ds, \w+ \d+\.\ds", out), out  # where the time went
     job = json.loads(run("get", job_id).stdout)
     assert job["state"] == "JOB_STATE_SUCCEEDED" and job["result"]["digest"] == chain(5, 4, 100)[-1]
     assert job_id in run("list", "ops", "--state", "SUCCEEDED").stdout
