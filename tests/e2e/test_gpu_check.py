@@ -35,5 +35,6 @@ def test_its_service_jobs_succeed_on_cpu(tmp_path):
                           text=True, timeout=840)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads((tmp_path / "gpu_check.json").read_text())
-    assert {s: r["cpu"]["state"] for s, r in report["services"].items()} == dict.fromkeys(jobs.JOBS, "SUCCEEDED")
+    states = {s: r["cpu"]["state"] for s, r in report["services"].items()}
+    assert states == dict.fromkeys(jobs.JOBS, "SUCCEEDED")
     assert "| service | job |" in (tmp_path / "gpu_check.md").read_text()
