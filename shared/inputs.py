@@ -79,10 +79,9 @@ def unpack_archive(archive: Path, dest: Path, field: str, max_bytes: int = 8 * 1
                 mode = (info.external_attr >> 16) & 0o170000
                 if mode and mode not in (0o100000, 0o040000):
                     raise InvalidArgument(field, f"archive member {info.filename!r} is a link or device")
-                members.append((info.filename, info.file_size))
+                members.append((info.filename, info.file_size, info.filename.endswith("/")))
             _check_members(members, field, max_bytes, max_files)
-            dest.mkdir(parents=True, exist_ok=True)
-            zf.extractall(dest)
+            _extract(lambda: zf.extractall(dest), dest, field)
         return dest
     if not tarfile.is_tarfile(archive):
         raise InvalidArgument(field, "not a .tar, .tar.gz or .zip archive")
@@ -91,21 +90,35 @@ def unpack_archive(archive: Path, dest: Path, field: str, max_bytes: int = 8 * 1
         for info in infos:
             if not (info.isfile() or info.isdir()):
                 raise InvalidArgument(field, f"archive member {info.name!r} is a link or device")
-            members.append((info.name, info.size))
+            members.append((info.name, info.size, info.isdir()))
         _check_members(members, field, max_bytes, max_files)
-        dest.mkdir(parents=True, exist_ok=True)
-        tar.extractall(dest, members=infos, filter="data")
+        _extract(lambda: tar.extractall(dest, members=infos, filter="data"), dest, field)
     return dest
+
+
+def _extract(extract, dest: Path, field: str) -> None:
+    """Runs `extract` into a new `dest`; an archive the file system cannot take (a file where a
+    folder is, a name too long) is refused and leaves nothing behind."""
+    import tarfile
+
+    dest.mkdir(parents=True, exist_ok=True)
+    try:
+        extract()
+    except (OSError, tarfile.TarError, ValueError) as exc:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise InvalidArgument(field, f"the archive cannot be unpacked: {type(exc).__name__}") from None
 
 
 def _check_members(members: list[tuple[str, int]], field: str, max_bytes: int, max_files: int) -> None:
     if len(members) > max_files:
         raise InvalidArgument(field, f"archive has {len(members)} members, more than {max_files}")
     total = 0
-    for name, size in members:
+    for name, size, is_dir in members:
         parts = Path(name).parts
         if name.startswith(("/", "\\")) or Path(name).is_absolute() or ".." in parts or ":" in name:
             raise InvalidArgument(field, f"archive member {name!r} points outside the archive")
+        if not is_dir and not [p for p in parts if p != "."]:
+            raise InvalidArgument(field, f"archive member {name!r} is a file without a name")
         total += size
         if total > max_bytes:
             raise InvalidArgument(field, f"archive unpacks to more than {max_bytes} bytes")
@@ -159,13 +172,13 @@ def path_shorthand(data, path: str = "path", source: str = "source"):
 
 def input_refs(params: BaseModel, prefix: str = ""):
     """Every `InputRefParams` in a job's validated parameters, with the field path users type
-    (`dataset.source`, `model.source`, `images[2]`)."""
+    (`dataset.source`, `model.source`, `images.2`, as pydantic's violations name them)."""
     if isinstance(params, list):
-        items = [(f"[{i}]", v) for i, v in enumerate(params)]
+        items = [(str(i), v) for i, v in enumerate(params)]
     else:
         items = [(name, getattr(params, name)) for name in type(params).model_fields]
     for name, value in items:
-        where = f"{prefix}{name}" if name.startswith("[") or not prefix else f"{prefix}.{name}"
+        where = f"{prefix}.{name}" if prefix else name
         if isinstance(value, InputRefParams):
             yield where, value
         elif isinstance(value, BaseModel | list) and value:
