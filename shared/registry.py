@@ -22,6 +22,8 @@ class JobKind:
     handler: str  # "module:function", called as function(params, ctx) -> dict
     submit_rpc: str  # the service's Submit<Kind> method name
     description: str = ""
+    # the result's keys, each with what it means and its unit (`paperworks describe`)
+    result: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

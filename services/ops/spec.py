@@ -24,6 +24,8 @@ SPEC = ServiceSpec(
             handler="paperworks.services.ops.tasks:run_digest",
             submit_rpc="SubmitDigest",
             description="seed, steps, rounds_per_step → the chain's final digest",
+            result={"digest": "the state after the last step (64 hex characters, sha256)",
+                    "steps": "steps computed (count)"},
         )
     },
 )

@@ -21,7 +21,8 @@ def describe(spec: ServiceSpec) -> jobs_pb2.DescribeServiceResponse:
     submit_rpcs = {kind.submit_rpc for kind in spec.kinds.values()}
     kinds = [
         jobs_pb2.JobKindInfo(name=kind.name, description=kind.description, submit_rpc=kind.submit_rpc,
-                             params_schema_json=json.dumps(kind.params.model_json_schema()))
+                             params_schema_json=json.dumps(kind.params.model_json_schema()),
+                             result_legend=kind.result)
         for kind in spec.kinds.values()
     ]
     rpcs = [

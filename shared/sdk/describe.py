@@ -120,6 +120,9 @@ def kind_text(service: str, kind) -> str:
     _fields(schema, schema, "  ", lines)
     sets = [f"--set {shlex.quote(f'{name}={value if isinstance(value, str) else json.dumps(value)}')}"
             for name, value in example(schema, schema).items()]
+    if kind.result_legend:
+        legend = sorted(kind.result_legend.items())
+        lines += ["", "result:"] + [f"  {key:24s} {meaning}" for key, meaning in legend]
     lines += ["", "example:", f"  paperworks submit {service} {kind.name} {' '.join(sets)} --watch".rstrip()]
     return "\n".join(lines)
 

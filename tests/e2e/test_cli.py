@@ -118,6 +118,7 @@ def test_discovery_sync_calls_and_script_friendly_listing(cli, tmp_path):
     described = run("describe", "ops", "digest").stdout
     assert "steps: integer; required; >= 1, <= 10000" in described
     assert "fail_once_at_step: integer; default 0" in described
+    assert re.search(r"result:\n  digest +the state after the last step", described)  # the result's legend
     example = next(line for line in described.splitlines() if "paperworks submit ops digest" in line)
     args = example.split()[1:]  # the example as printed, run as printed
     assert "SUCCEEDED" in run(*[a.strip("'") for a in args]).stdout

@@ -39,3 +39,12 @@ def test_every_service_has_a_method_subpackage_under_the_import_contract():
         for module in mine:
             folder = ROOT / "services" / name / module.rsplit(".", 1)[1]
             assert (folder / "__init__.py").exists(), f"{module} is not a package"
+
+
+def test_every_job_kind_says_what_its_result_means():
+    """`paperworks describe SERVICE KIND` prints a legend of the result's keys (services/README.md
+    step 2): a user reads units and meanings there, not in the code."""
+    for name, spec in services().items():
+        for kind in spec.kinds.values():
+            assert kind.result and all(kind.result.values()), (
+                f"{name} {kind.name}: JobKind(result=...) names no result key with its meaning and unit")

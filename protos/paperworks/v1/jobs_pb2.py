@@ -27,17 +27,19 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from paperworks.v1 import common_pb2 as paperworks_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18paperworks/v1/jobs.proto\x12\rpaperworks.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1apaperworks/v1/common.proto\"\xb4\x04\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0f\n\x07service\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12&\n\x05state\x18\x04 \x01(\x0e\x32\x17.paperworks.v1.JobState\x12)\n\x08progress\x18\x05 \x01(\x0b\x32\x17.paperworks.v1.Progress\x12\'\n\x06params\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\'\n\x06result\x18\x07 \x01(\x0b\x32\x17.google.protobuf.Struct\x12-\n\tartifacts\x18\x08 \x03(\x0b\x32\x1a.paperworks.v1.ArtifactRef\x12)\n\x05\x65rror\x18\t \x01(\x0b\x32\x1a.paperworks.v1.ErrorDetail\x12\x17\n\x0fidempotency_key\x18\n \x01(\t\x12\x18\n\x10\x63\x61ncel_requested\x18\x0b \x01(\x08\x12\x10\n\x08\x61ttempts\x18\x0c \x01(\x05\x12/\n\x0b\x63reate_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nstart_time\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nd_time\x18\x10 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x8e\x02\n\x08JobEvent\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0b\n\x03seq\x18\x02 \x01(\x03\x12)\n\x04type\x18\x03 \x01(\x0e\x32\x1b.paperworks.v1.JobEventType\x12&\n\x05state\x18\x04 \x01(\x0e\x32\x17.paperworks.v1.JobState\x12)\n\x08progress\x18\x05 \x01(\x0b\x32\x17.paperworks.v1.Progress\x12\x0f\n\x07message\x18\x06 \x01(\t\x12,\n\x08\x61rtifact\x18\x07 \x01(\x0b\x32\x1a.paperworks.v1.ArtifactRef\x12(\n\x04time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"@\n\x0cUploadHeader\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nmedia_type\x18\x02 \x01(\t\x12\x0e\n\x06sha256\x18\x03 \x01(\t\"^\n\x15UploadArtifactRequest\x12-\n\x06header\x18\x01 \x01(\x0b\x32\x1b.paperworks.v1.UploadHeaderH\x00\x12\x0e\n\x04\x64\x61ta\x18\x02 \x01(\x0cH\x00\x42\x06\n\x04part\"w\n\x16UploadArtifactResponse\x12,\n\x08\x61rtifact\x18\x01 \x01(\x0b\x32\x1a.paperworks.v1.ArtifactRef\x12/\n\x0b\x65xpire_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x18\n\x16\x44\x65scribeServiceRequest\"`\n\x0bJobKindInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x12\n\nsubmit_rpc\x18\x03 \x01(\t\x12\x1a\n\x12params_schema_json\x18\x04 \x01(\t\"\x8d\x01\n\x07RpcInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x14\n\x0crequest_type\x18\x02 \x01(\t\x12\x15\n\rresponse_type\x18\x03 \x01(\t\x12\x18\n\x10\x63lient_streaming\x18\x04 \x01(\x08\x12\x18\n\x10server_streaming\x18\x05 \x01(\x08\x12\x13\n\x0b\x64\x65scription\x18\x06 \x01(\t\"\x90\x01\n\x17\x44\x65scribeServiceResponse\x12\x0f\n\x07service\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12)\n\x05kinds\x18\x03 \x03(\x0b\x32\x1a.paperworks.v1.JobKindInfo\x12$\n\x04rpcs\x18\x04 \x03(\x0b\x32\x16.paperworks.v1.RpcInfo\"\x1f\n\rGetJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"1\n\x0eGetJobResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"o\n\x0fListJobsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\'\n\x06states\x18\x04 \x03(\x0e\x32\x17.paperworks.v1.JobState\"M\n\x10ListJobsResponse\x12 \n\x04jobs\x18\x01 \x03(\x0b\x32\x12.paperworks.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"4\n\x0fWatchJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x11\n\tafter_seq\x18\x02 \x01(\x03\":\n\x10WatchJobResponse\x12&\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x17.paperworks.v1.JobEvent\"\"\n\x10\x43\x61ncelJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"4\n\x11\x43\x61ncelJobResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"I\n\x12GetArtifactRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0e\n\x06sha256\x18\x02 \x01(\t\x12\x13\n\x0b\x63hunk_bytes\x18\x03 \x01(\x05\"a\n\x13GetArtifactResponse\x12,\n\x08\x61rtifact\x18\x01 \x01(\x0b\x32\x1a.paperworks.v1.ArtifactRef\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c*\x9a\x01\n\x08JobState\x12\x19\n\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x14\n\x10JOB_STATE_QUEUED\x10\x01\x12\x15\n\x11JOB_STATE_RUNNING\x10\x02\x12\x17\n\x13JOB_STATE_SUCCEEDED\x10\x03\x12\x14\n\x10JOB_STATE_FAILED\x10\x04\x12\x17\n\x13JOB_STATE_CANCELLED\x10\x05*\xf2\x01\n\x0cJobEventType\x12\x1e\n\x1aJOB_EVENT_TYPE_UNSPECIFIED\x10\x00\x12 \n\x1cJOB_EVENT_TYPE_STATE_CHANGED\x10\x01\x12\x1b\n\x17JOB_EVENT_TYPE_PROGRESS\x10\x02\x12!\n\x1dJOB_EVENT_TYPE_ARTIFACT_ADDED\x10\x03\x12#\n\x1fJOB_EVENT_TYPE_CANCEL_REQUESTED\x10\x04\x12\x1b\n\x17JOB_EVENT_TYPE_RETRYING\x10\x05\x12\x1e\n\x1aJOB_EVENT_TYPE_MODEL_READY\x10\x06\x32\xda\x04\n\nJobService\x12\x45\n\x06GetJob\x12\x1c.paperworks.v1.GetJobRequest\x1a\x1d.paperworks.v1.GetJobResponse\x12K\n\x08ListJobs\x12\x1e.paperworks.v1.ListJobsRequest\x1a\x1f.paperworks.v1.ListJobsResponse\x12M\n\x08WatchJob\x12\x1e.paperworks.v1.WatchJobRequest\x1a\x1f.paperworks.v1.WatchJobResponse0\x01\x12N\n\tCancelJob\x12\x1f.paperworks.v1.CancelJobRequest\x1a .paperworks.v1.CancelJobResponse\x12V\n\x0bGetArtifact\x12!.paperworks.v1.GetArtifactRequest\x1a\".paperworks.v1.GetArtifactResponse0\x01\x12`\n\x0f\x44\x65scribeService\x12%.paperworks.v1.DescribeServiceRequest\x1a&.paperworks.v1.DescribeServiceResponse\x12_\n\x0eUploadArtifact\x12$.paperworks.v1.UploadArtifactRequest\x1a%.paperworks.v1.UploadArtifactResponse(\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18paperworks/v1/jobs.proto\x12\rpaperworks.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1apaperworks/v1/common.proto\"\xb4\x04\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0f\n\x07service\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12&\n\x05state\x18\x04 \x01(\x0e\x32\x17.paperworks.v1.JobState\x12)\n\x08progress\x18\x05 \x01(\x0b\x32\x17.paperworks.v1.Progress\x12\'\n\x06params\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\'\n\x06result\x18\x07 \x01(\x0b\x32\x17.google.protobuf.Struct\x12-\n\tartifacts\x18\x08 \x03(\x0b\x32\x1a.paperworks.v1.ArtifactRef\x12)\n\x05\x65rror\x18\t \x01(\x0b\x32\x1a.paperworks.v1.ErrorDetail\x12\x17\n\x0fidempotency_key\x18\n \x01(\t\x12\x18\n\x10\x63\x61ncel_requested\x18\x0b \x01(\x08\x12\x10\n\x08\x61ttempts\x18\x0c \x01(\x05\x12/\n\x0b\x63reate_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nstart_time\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nd_time\x18\x10 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x8e\x02\n\x08JobEvent\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0b\n\x03seq\x18\x02 \x01(\x03\x12)\n\x04type\x18\x03 \x01(\x0e\x32\x1b.paperworks.v1.JobEventType\x12&\n\x05state\x18\x04 \x01(\x0e\x32\x17.paperworks.v1.JobState\x12)\n\x08progress\x18\x05 \x01(\x0b\x32\x17.paperworks.v1.Progress\x12\x0f\n\x07message\x18\x06 \x01(\t\x12,\n\x08\x61rtifact\x18\x07 \x01(\x0b\x32\x1a.paperworks.v1.ArtifactRef\x12(\n\x04time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"@\n\x0cUploadHeader\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nmedia_type\x18\x02 \x01(\t\x12\x0e\n\x06sha256\x18\x03 \x01(\t\"^\n\x15UploadArtifactRequest\x12-\n\x06header\x18\x01 \x01(\x0b\x32\x1b.paperworks.v1.UploadHeaderH\x00\x12\x0e\n\x04\x64\x61ta\x18\x02 \x01(\x0cH\x00\x42\x06\n\x04part\"w\n\x16UploadArtifactResponse\x12,\n\x08\x61rtifact\x18\x01 \x01(\x0b\x32\x1a.paperworks.v1.ArtifactRef\x12/\n\x0b\x65xpire_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x18\n\x16\x44\x65scribeServiceRequest\"\xda\x01\n\x0bJobKindInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x12\n\nsubmit_rpc\x18\x03 \x01(\t\x12\x1a\n\x12params_schema_json\x18\x04 \x01(\t\x12\x43\n\rresult_legend\x18\x05 \x03(\x0b\x32,.paperworks.v1.JobKindInfo.ResultLegendEntry\x1a\x33\n\x11ResultLegendEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x8d\x01\n\x07RpcInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x14\n\x0crequest_type\x18\x02 \x01(\t\x12\x15\n\rresponse_type\x18\x03 \x01(\t\x12\x18\n\x10\x63lient_streaming\x18\x04 \x01(\x08\x12\x18\n\x10server_streaming\x18\x05 \x01(\x08\x12\x13\n\x0b\x64\x65scription\x18\x06 \x01(\t\"\x90\x01\n\x17\x44\x65scribeServiceResponse\x12\x0f\n\x07service\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12)\n\x05kinds\x18\x03 \x03(\x0b\x32\x1a.paperworks.v1.JobKindInfo\x12$\n\x04rpcs\x18\x04 \x03(\x0b\x32\x16.paperworks.v1.RpcInfo\"\x1f\n\rGetJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"1\n\x0eGetJobResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"o\n\x0fListJobsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\'\n\x06states\x18\x04 \x03(\x0e\x32\x17.paperworks.v1.JobState\"M\n\x10ListJobsResponse\x12 \n\x04jobs\x18\x01 \x03(\x0b\x32\x12.paperworks.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"4\n\x0fWatchJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x11\n\tafter_seq\x18\x02 \x01(\x03\":\n\x10WatchJobResponse\x12&\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x17.paperworks.v1.JobEvent\"\"\n\x10\x43\x61ncelJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"4\n\x11\x43\x61ncelJobResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"I\n\x12GetArtifactRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0e\n\x06sha256\x18\x02 \x01(\t\x12\x13\n\x0b\x63hunk_bytes\x18\x03 \x01(\x05\"a\n\x13GetArtifactResponse\x12,\n\x08\x61rtifact\x18\x01 \x01(\x0b\x32\x1a.paperworks.v1.ArtifactRef\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c*\x9a\x01\n\x08JobState\x12\x19\n\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x14\n\x10JOB_STATE_QUEUED\x10\x01\x12\x15\n\x11JOB_STATE_RUNNING\x10\x02\x12\x17\n\x13JOB_STATE_SUCCEEDED\x10\x03\x12\x14\n\x10JOB_STATE_FAILED\x10\x04\x12\x17\n\x13JOB_STATE_CANCELLED\x10\x05*\xf2\x01\n\x0cJobEventType\x12\x1e\n\x1aJOB_EVENT_TYPE_UNSPECIFIED\x10\x00\x12 \n\x1cJOB_EVENT_TYPE_STATE_CHANGED\x10\x01\x12\x1b\n\x17JOB_EVENT_TYPE_PROGRESS\x10\x02\x12!\n\x1dJOB_EVENT_TYPE_ARTIFACT_ADDED\x10\x03\x12#\n\x1fJOB_EVENT_TYPE_CANCEL_REQUESTED\x10\x04\x12\x1b\n\x17JOB_EVENT_TYPE_RETRYING\x10\x05\x12\x1e\n\x1aJOB_EVENT_TYPE_MODEL_READY\x10\x06\x32\xda\x04\n\nJobService\x12\x45\n\x06GetJob\x12\x1c.paperworks.v1.GetJobRequest\x1a\x1d.paperworks.v1.GetJobResponse\x12K\n\x08ListJobs\x12\x1e.paperworks.v1.ListJobsRequest\x1a\x1f.paperworks.v1.ListJobsResponse\x12M\n\x08WatchJob\x12\x1e.paperworks.v1.WatchJobRequest\x1a\x1f.paperworks.v1.WatchJobResponse0\x01\x12N\n\tCancelJob\x12\x1f.paperworks.v1.CancelJobRequest\x1a .paperworks.v1.CancelJobResponse\x12V\n\x0bGetArtifact\x12!.paperworks.v1.GetArtifactRequest\x1a\".paperworks.v1.GetArtifactResponse0\x01\x12`\n\x0f\x44\x65scribeService\x12%.paperworks.v1.DescribeServiceRequest\x1a&.paperworks.v1.DescribeServiceResponse\x12_\n\x0eUploadArtifact\x12$.paperworks.v1.UploadArtifactRequest\x1a%.paperworks.v1.UploadArtifactResponse(\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'paperworks.v1.jobs_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_JOBSTATE']._serialized_start=2327
-  _globals['_JOBSTATE']._serialized_end=2481
-  _globals['_JOBEVENTTYPE']._serialized_start=2484
-  _globals['_JOBEVENTTYPE']._serialized_end=2726
+  _globals['_JOBKINDINFO_RESULTLEGENDENTRY']._loaded_options = None
+  _globals['_JOBKINDINFO_RESULTLEGENDENTRY']._serialized_options = b'8\001'
+  _globals['_JOBSTATE']._serialized_start=2450
+  _globals['_JOBSTATE']._serialized_end=2604
+  _globals['_JOBEVENTTYPE']._serialized_start=2607
+  _globals['_JOBEVENTTYPE']._serialized_end=2849
   _globals['_JOB']._serialized_start=135
   _globals['_JOB']._serialized_end=699
   _globals['_JOBEVENT']._serialized_start=702
@@ -50,32 +52,34 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_UPLOADARTIFACTRESPONSE']._serialized_end=1255
   _globals['_DESCRIBESERVICEREQUEST']._serialized_start=1257
   _globals['_DESCRIBESERVICEREQUEST']._serialized_end=1281
-  _globals['_JOBKINDINFO']._serialized_start=1283
-  _globals['_JOBKINDINFO']._serialized_end=1379
-  _globals['_RPCINFO']._serialized_start=1382
-  _globals['_RPCINFO']._serialized_end=1523
-  _globals['_DESCRIBESERVICERESPONSE']._serialized_start=1526
-  _globals['_DESCRIBESERVICERESPONSE']._serialized_end=1670
-  _globals['_GETJOBREQUEST']._serialized_start=1672
-  _globals['_GETJOBREQUEST']._serialized_end=1703
-  _globals['_GETJOBRESPONSE']._serialized_start=1705
-  _globals['_GETJOBRESPONSE']._serialized_end=1754
-  _globals['_LISTJOBSREQUEST']._serialized_start=1756
-  _globals['_LISTJOBSREQUEST']._serialized_end=1867
-  _globals['_LISTJOBSRESPONSE']._serialized_start=1869
-  _globals['_LISTJOBSRESPONSE']._serialized_end=1946
-  _globals['_WATCHJOBREQUEST']._serialized_start=1948
-  _globals['_WATCHJOBREQUEST']._serialized_end=2000
-  _globals['_WATCHJOBRESPONSE']._serialized_start=2002
-  _globals['_WATCHJOBRESPONSE']._serialized_end=2060
-  _globals['_CANCELJOBREQUEST']._serialized_start=2062
-  _globals['_CANCELJOBREQUEST']._serialized_end=2096
-  _globals['_CANCELJOBRESPONSE']._serialized_start=2098
-  _globals['_CANCELJOBRESPONSE']._serialized_end=2150
-  _globals['_GETARTIFACTREQUEST']._serialized_start=2152
-  _globals['_GETARTIFACTREQUEST']._serialized_end=2225
-  _globals['_GETARTIFACTRESPONSE']._serialized_start=2227
-  _globals['_GETARTIFACTRESPONSE']._serialized_end=2324
-  _globals['_JOBSERVICE']._serialized_start=2729
-  _globals['_JOBSERVICE']._serialized_end=3331
+  _globals['_JOBKINDINFO']._serialized_start=1284
+  _globals['_JOBKINDINFO']._serialized_end=1502
+  _globals['_JOBKINDINFO_RESULTLEGENDENTRY']._serialized_start=1451
+  _globals['_JOBKINDINFO_RESULTLEGENDENTRY']._serialized_end=1502
+  _globals['_RPCINFO']._serialized_start=1505
+  _globals['_RPCINFO']._serialized_end=1646
+  _globals['_DESCRIBESERVICERESPONSE']._serialized_start=1649
+  _globals['_DESCRIBESERVICERESPONSE']._serialized_end=1793
+  _globals['_GETJOBREQUEST']._serialized_start=1795
+  _globals['_GETJOBREQUEST']._serialized_end=1826
+  _globals['_GETJOBRESPONSE']._serialized_start=1828
+  _globals['_GETJOBRESPONSE']._serialized_end=1877
+  _globals['_LISTJOBSREQUEST']._serialized_start=1879
+  _globals['_LISTJOBSREQUEST']._serialized_end=1990
+  _globals['_LISTJOBSRESPONSE']._serialized_start=1992
+  _globals['_LISTJOBSRESPONSE']._serialized_end=2069
+  _globals['_WATCHJOBREQUEST']._serialized_start=2071
+  _globals['_WATCHJOBREQUEST']._serialized_end=2123
+  _globals['_WATCHJOBRESPONSE']._serialized_start=2125
+  _globals['_WATCHJOBRESPONSE']._serialized_end=2183
+  _globals['_CANCELJOBREQUEST']._serialized_start=2185
+  _globals['_CANCELJOBREQUEST']._serialized_end=2219
+  _globals['_CANCELJOBRESPONSE']._serialized_start=2221
+  _globals['_CANCELJOBRESPONSE']._serialized_end=2273
+  _globals['_GETARTIFACTREQUEST']._serialized_start=2275
+  _globals['_GETARTIFACTREQUEST']._serialized_end=2348
+  _globals['_GETARTIFACTRESPONSE']._serialized_start=2350
+  _globals['_GETARTIFACTRESPONSE']._serialized_end=2447
+  _globals['_JOBSERVICE']._serialized_start=2852
+  _globals['_JOBSERVICE']._serialized_end=3454
 # @@protoc_insertion_point(module_scope)

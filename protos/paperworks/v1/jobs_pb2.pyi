@@ -131,16 +131,25 @@ class DescribeServiceRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class JobKindInfo(_message.Message):
-    __slots__ = ("name", "description", "submit_rpc", "params_schema_json")
+    __slots__ = ("name", "description", "submit_rpc", "params_schema_json", "result_legend")
+    class ResultLegendEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     SUBMIT_RPC_FIELD_NUMBER: _ClassVar[int]
     PARAMS_SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
+    RESULT_LEGEND_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     submit_rpc: str
     params_schema_json: str
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., submit_rpc: _Optional[str] = ..., params_schema_json: _Optional[str] = ...) -> None: ...
+    result_legend: _containers.ScalarMap[str, str]
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., submit_rpc: _Optional[str] = ..., params_schema_json: _Optional[str] = ..., result_legend: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class RpcInfo(_message.Message):
     __slots__ = ("name", "request_type", "response_type", "client_streaming", "server_streaming", "description")
