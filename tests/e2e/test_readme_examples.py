@@ -32,26 +32,28 @@ def examples(service: str) -> str:
     return "\n".join(blocks)
 
 
-@pytest.fixture(scope="module", params=SERVICES)
-def service_stack(request, tmp_path_factory):
-    """(service, environment): a stack of that one service, up from a folder of its own
-    (`paperworks up`, dev mode)."""
-    service = request.param
-    state = tmp_path_factory.mktemp(f"readme-{service}")
+@pytest.fixture(scope="module")
+def environ(request, tmp_path_factory):
+    """One stack of the services whose examples this run selected, up from a folder of its own
+    (`paperworks up`, dev mode): one start for all of them."""
+    selected = sorted({item.callspec.params["service"] for item in request.session.items
+                       if item.module is request.module and hasattr(item, "callspec")})
+    state = tmp_path_factory.mktemp("readme-stack")
     bin_dir = str(Path(sys.executable).parent)
     env = {**clean_environ(), "PAPERWORKS_STATE_DIR": str(state), "COLUMNS": "160",
            "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}", "PAPERWORKS_KAFKA_SESSION_TIMEOUT_MS": "3000"}
     home = tmp_path_factory.mktemp("server-home")
-    subprocess.run([sys.executable, "-m", "paperworks.shared.sdk.cli", "up", "--service", service],
-                   env=env, cwd=home, check=True, capture_output=True, timeout=300)
-    yield service, env
+    args = [arg for name in selected for arg in ("--service", name)]
+    subprocess.run([sys.executable, "-m", "paperworks.shared.sdk.cli", "up", *args], env=env, cwd=home,
+                   check=True, capture_output=True, timeout=300)
+    yield env
     subprocess.run([sys.executable, "-m", "paperworks.shared.sdk.cli", "down"], env=env, cwd=home,
                    capture_output=True, timeout=120)
 
 
 @pytest.mark.timeout(900)
-def test_readme_examples_run(service_stack, tmp_path):
-    service, environ = service_stack
+@pytest.mark.parametrize("service", SERVICES)
+def test_readme_examples_run(environ, service, tmp_path):
     script = "set -euo pipefail\n" + examples(service)
     proc = subprocess.run(["bash", "-c", script], env=environ, cwd=tmp_path, capture_output=True,
                           text=True, timeout=840)
