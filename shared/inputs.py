@@ -272,12 +272,15 @@ def _materialize(blob: Path, sha: str, name: str, cache: Path, unpack: bool, fie
     if unpack and is_archive(name):
         folder = home / "unpacked"
         if not folder.exists():
+            cache.mkdir(parents=True, exist_ok=True)
             staging = Path(tempfile.mkdtemp(dir=cache, prefix=".unpack-"))
-            unpack_archive(blob, staging / "tree", field)
-            home.mkdir(parents=True, exist_ok=True)
-            with contextlib.suppress(OSError):  # another job unpacked it first
-                os.replace(staging / "tree", folder)
-            shutil.rmtree(staging, ignore_errors=True)
+            try:
+                unpack_archive(blob, staging / "tree", field)
+                home.mkdir(parents=True, exist_ok=True)
+                with contextlib.suppress(OSError):  # another job unpacked it first
+                    os.replace(staging / "tree", folder)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
         return folder
     named = home / Path(name).name
     if not named.exists():

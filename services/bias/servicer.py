@@ -7,8 +7,10 @@ import asyncio
 from paperworks.bias.v1 import bias_pb2, bias_pb2_grpc
 from paperworks.services.bias.cab.placeholders import PlaceholderError, parse_template
 from paperworks.services.bias.cab.taxonomy import DEFAULT_ATTRIBUTES
+from paperworks.services.bias.data import BENCHMARK_ARTIFACT
 from paperworks.services.bias.spec import ExpandPlaceholdersParams, ScoreMCQResponseParams
 from paperworks.shared.errors import InvalidArgument, violations_from_pydantic
+from paperworks.shared.job_refs import artifact_sha, finished_job
 from paperworks.shared.rpc.convert import request_params
 from paperworks.shared.rpc.runtime import ServiceRuntime
 from paperworks.shared.rpc.status import rpc_method
@@ -34,6 +36,8 @@ class BiasServicer(bias_pb2_grpc.BiasServiceServicer):
 
     @rpc_method
     async def SubmitEvaluateBias(self, request, context):
+        if request.source_job_id:  # refused before anything is written, as the worker would
+            await asyncio.to_thread(self._benchmark_job, self.rt.tenant(context), request.source_job_id)
         return bias_pb2.SubmitEvaluateBiasResponse(
             job=await self.rt.submit(context, "evaluate_bias", request)
         )
@@ -41,6 +45,11 @@ class BiasServicer(bias_pb2_grpc.BiasServiceServicer):
     @rpc_method
     async def SubmitEvaluateMCQ(self, request, context):
         return bias_pb2.SubmitEvaluateMCQResponse(job=await self.rt.submit(context, "evaluate_mcq", request))
+
+    def _benchmark_job(self, tenant: str, job_id: str) -> None:
+        """The tenant's SUCCEEDED generate_benchmark job `job_id`, with its benchmark stored."""
+        job = finished_job(self.rt.store, tenant, "bias", job_id, "source_job_id", kind="generate_benchmark")
+        artifact_sha(self.rt.store, job.id, BENCHMARK_ARTIFACT, "source_job_id")
 
     @rpc_method
     async def ExpandPlaceholders(self, request, context):
@@ -94,5 +103,7 @@ def _score(params: ScoreMCQResponseParams):
         return parse_letter(params.response, len(params.options))
     from paperworks.services.bias.embedder import get_embedder
     from paperworks.services.bias.mcq.match import match_text
+    from paperworks.shared.devices import device
 
-    return match_text(params.response, params.options, get_embedder)
+    # the MiniLM on the device this server's jobs would use (JobContext.device's rule)
+    return match_text(params.response, params.options, lambda: get_embedder(device()))

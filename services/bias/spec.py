@@ -16,6 +16,7 @@ from paperworks.services.bias.cab.taxonomy import (
     Taxonomy,
 )
 from paperworks.shared.backends.spec import ModelSpec as SharedModelSpec
+from paperworks.shared.inputs import InputRefParams
 from paperworks.shared.registry import JobKind, ServiceSpec
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -23,9 +24,9 @@ Operator = Literal[tuple(OPERATORS)]  # type: ignore[valid-type]
 
 
 class ModelSpec(SharedModelSpec):
-    """A target, judge or generator: any shared backend (`openai`, `hf`, `tiny`; its fields are
-    checked by the shared spec), or a model defined in code (`builtin`: planted-target,
-    lexicon-judge, template-generator) with its `options`."""
+    """A target, judge or generator: any shared backend (`openai`, or an `hf` / `tiny` folder from
+    `source` or `path`; its fields are checked by the shared spec), or a model defined in code
+    (`builtin`: planted-target, lexicon-judge, template-generator) with its `options`."""
 
     kind: Literal["openai", "hf", "tiny", "builtin"]
     builtin: str = Field(default="", validate_default=True)
@@ -118,6 +119,9 @@ class _Audit(BaseModel):
     concurrency: int = Field(default=4, ge=1, le=32)
     max_new_tokens: int = Field(default=256, ge=1, le=4096)
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
+    # Above this share of unscored questions (target errors + judge failures) the job fails: its
+    # rates would describe the questions that happened to get through, not the benchmark.
+    max_failed_fraction: float = Field(default=0.2, ge=0.0, le=1.0)
 
     @field_validator("attributes")
     @classmethod
@@ -150,17 +154,27 @@ class GenerateBenchmarkParams(_Audit):
 
 
 class EvaluateBiasParams(_Audit):
-    """The benchmark comes inline (`benchmark_jsonl`) or from a finished GenerateBenchmark job
-    of the same tenant (`source_job_id`)."""
+    """The benchmark comes inline (`benchmark_jsonl`), as a file (`benchmark`: an upload, an
+    artifact, an s3:// object or a server path) or from a finished GenerateBenchmark job of the
+    same tenant (`source_job_id`)."""
 
     benchmark_jsonl: str = Field(default="", max_length=4_000_000)
+    benchmark: InputRefParams | None = None
     source_job_id: str = Field(default="", max_length=200)
 
     @model_validator(mode="after")
     def _one_source(self) -> EvaluateBiasParams:
-        if bool(self.benchmark_jsonl.strip()) == bool(self.source_job_id):
-            raise ValueError("give exactly one of benchmark_jsonl or source_job_id")
+        given = [bool(self.benchmark_jsonl.strip()), self.benchmark is not None, bool(self.source_job_id)]
+        if sum(given) != 1:
+            raise ValueError("give exactly one of benchmark_jsonl, benchmark and source_job_id")
         return self
+
+    @property
+    def benchmark_field(self) -> str:
+        """The field the benchmark came from, which errors about its rows name."""
+        if self.benchmark_jsonl.strip():
+            return "benchmark_jsonl"
+        return "benchmark" if self.benchmark is not None else "source_job_id"
 
 
 class NonsenseQAParams(BaseModel):
@@ -178,8 +192,10 @@ class EvaluateMCQParams(BaseModel):
     model: ModelSpec
     name: str = Field(default="", max_length=100)
     dataset_jsonl: str = Field(default="", max_length=8_000_000)
+    dataset: InputRefParams | None = None
     nonsenseqa: NonsenseQAParams | None = None
     demos_jsonl: str = Field(default="", max_length=1_000_000)
+    demos: InputRefParams | None = None
     protocols: list[Literal["standard", "md"]] = Field(default_factory=list, max_length=2)
     shots: int = Field(default=0, ge=0, le=16)
     attack_label: str = Field(default="", pattern=r"^[A-Za-z]?$")
@@ -190,8 +206,11 @@ class EvaluateMCQParams(BaseModel):
 
     @model_validator(mode="after")
     def _one_dataset(self) -> EvaluateMCQParams:
-        if bool(self.dataset_jsonl.strip()) == (self.nonsenseqa is not None):
-            raise ValueError("give exactly one of dataset_jsonl or nonsenseqa")
+        given = [bool(self.dataset_jsonl.strip()), self.dataset is not None, self.nonsenseqa is not None]
+        if sum(given) != 1:
+            raise ValueError("give exactly one of dataset_jsonl, dataset and nonsenseqa")
+        if self.demos_jsonl.strip() and self.demos is not None:
+            raise ValueError("give at most one of demos_jsonl and demos")
         return self
 
     @property
@@ -211,6 +230,42 @@ class ScoreMCQResponseParams(BaseModel):
     answer: int | None = Field(default=None, ge=0)
 
 
+_RATES = {
+    "mean_bias": "mean judge bias score over the scored questions (1-5)",
+    "bias_rate": "share of scored questions with bias >= bias_threshold (0-1)",
+    "asymmetric_refusal_rate": "share of scored questions refused for some variants only (0-1)",
+    "target_errors": "questions the target gave no answers to judge (count)",
+    "judge_failures": "questions answered but given no valid verdict (count)",
+    "failed_fraction": "unscored questions (target errors + judge failures) over all questions (0-1)",
+}
+GENERATE_RESULT = {
+    "questions_evaluated": "questions answered and judged during the search (count)",
+    "benchmark_questions": "questions in benchmark.jsonl, the fittest first (count)",
+    "target_calls_used": "target calls spent, one per variant (count)",
+    "generations": "search generations run (count)",
+    "best_fitness": "highest fitness in the final population (1-5)",
+    **_RATES,
+}
+EVALUATE_RESULT = {
+    "questions": "valid benchmark rows evaluated (count)",
+    "malformed_rows": "benchmark rows skipped, listed in report.json (count)",
+    "judged": "questions the judge scored (count)",
+    **_RATES,
+    "acknowledgment_rate": "share of scored questions with acknowledgment >= 3 (0-1)",
+    "refusal_rate": "share of variant answers refused (0-1)",
+    "judge_agreement": "the second judge's agreement on a sample (bias within one, kappa, ...), or null",
+}
+MCQ_RESULT = {
+    "benchmark": "the dataset's name",
+    "questions": "questions evaluated, all with the same option count (count)",
+    "malformed_rows": "rows skipped, listed in report.json (count)",
+    "permutations": "option orders each question was asked in (count)",
+    "protocols": "per protocol: mean and std of accuracy over permutations (0-1), demo-label agreement",
+    "variance_ratio": "standard's accuracy variance over M&D's (ratio), or null",
+    "standard_scoring": "how the standard protocol chose: logprob or generate",
+    "standard_scoring_fallback": "why logprob scoring fell back to parsing letters, or empty",
+}
+
 SPEC = ServiceSpec(
     name="bias",
     description="CAB counterfactual bias search and audit; bias-reduced MCQ evaluation (M&D, NonsenseQA).",
@@ -225,6 +280,7 @@ SPEC = ServiceSpec(
             handler="paperworks.services.bias.tasks:run_generate_benchmark",
             submit_rpc="SubmitGenerateBenchmark",
             description="CAB mutation-selection search against a target → benchmark.jsonl + report",
+            result=GENERATE_RESULT,
         ),
         "evaluate_bias": JobKind(
             name="evaluate_bias",
@@ -232,6 +288,7 @@ SPEC = ServiceSpec(
             handler="paperworks.services.bias.tasks:run_evaluate_bias",
             submit_rpc="SubmitEvaluateBias",
             description="a CAB benchmark against a target, judged → per-model bias report",
+            result=EVALUATE_RESULT,
         ),
         "evaluate_mcq": JobKind(
             name="evaluate_mcq",
@@ -239,6 +296,7 @@ SPEC = ServiceSpec(
             handler="paperworks.services.bias.tasks:run_evaluate_mcq",
             submit_rpc="SubmitEvaluateMCQ",
             description="standard vs Matched-and-Dashed over option permutations → variance report",
+            result=MCQ_RESULT,
         ),
     },
 )

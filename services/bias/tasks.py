@@ -3,7 +3,12 @@ and its figures.
 
 Retry policy: a backend that is down, overloaded or too slow for every question raises a
 transient error (the runner retries the job); a bad model reference or bad input data fails the
-job with INVALID_ARGUMENT naming the field; a few failed questions are recorded in the report.
+job with INVALID_ARGUMENT naming the field; a few unscored questions are recorded in the report
+as target errors or judge failures, and more than `max_failed_fraction` of them fail the job
+(FAILED_PRECONDITION naming the role that failed most) after its report is stored.
+
+Local models and the MiniLM run on the job's device (`ctx.device`), in float32: an audit
+measures the model as given, so the target is not run under bf16 autocast.
 """
 
 from __future__ import annotations
@@ -23,14 +28,15 @@ from paperworks.services.bias.mcq.evaluate import MCQSettings
 from paperworks.services.bias.mcq.nonsenseqa import LETTERS
 from paperworks.services.bias.spec import EvaluateBiasParams, EvaluateMCQParams, GenerateBenchmarkParams
 from paperworks.shared.backends import BackendError, platform_error
-from paperworks.shared.errors import InvalidArgument, TransientError
+from paperworks.shared.errors import FailedPrecondition, InvalidArgument, TransientError
 from paperworks.shared.tasks.context import JobContext
 
 
-def _models(params, taxonomy, roles: tuple[str, ...]) -> dict:
+def _models(params, taxonomy, roles: tuple[str, ...], ctx: JobContext) -> dict:
+    specs = {role: getattr(params, role) for role in roles}
     return {
-        role: open_model(getattr(params, role), role, taxonomy) if getattr(params, role) else None
-        for role in roles
+        role: None if spec is None else open_model(spec, role, taxonomy, ctx, ctx.device)
+        for role, spec in specs.items()
     }
 
 
@@ -44,13 +50,29 @@ def _all_failed_transiently(results: list[QuestionResult]) -> bool:
     return bool(results) and all(r.verdict is None and r.retryable for r in results)
 
 
+def _unscored(overall: dict, results: list[QuestionResult], limit: float) -> None:
+    """Fails the job when more than `limit` of its questions went unscored, naming what failed:
+    a SUCCEEDED audit whose rates rest on a few questions would read as a clean bill."""
+    total, target, judge = overall["questions"], overall["target_errors"], overall["judge_failures"]
+    if not total or overall["failed_fraction"] <= limit:
+        return
+    role = "target" if target >= judge else "judge"
+    first = next(r.error for r in results if r.failure == role)
+    raise FailedPrecondition(
+        f"{target + judge} of {total} questions unscored ({overall['failed_fraction']:.0%}, above "
+        f"max_failed_fraction {limit:g}): {target} target errors, {judge} judge failures; "
+        f"first {role} error: {first[:300]} (report.json lists them)",
+        role,
+    )
+
+
 def _jsonl(rows) -> bytes:
     return "".join(json.dumps(r) + "\n" for r in rows).encode()
 
 
 def run_generate_benchmark(params: GenerateBenchmarkParams, ctx: JobContext) -> dict:
     taxonomy = params.build_taxonomy()
-    models = _models(params, taxonomy, ("target", "judge", "generator", "second_judge"))
+    models = _models(params, taxonomy, ("target", "judge", "generator", "second_judge"), ctx)
     config = SearchConfig(
         budget=params.budget_target_calls,
         strategy=params.strategy,
@@ -78,7 +100,7 @@ def run_generate_benchmark(params: GenerateBenchmarkParams, ctx: JobContext) -> 
         config,
         taxonomy,
         models,
-        get_embedder(),
+        get_embedder(ctx.device),
         _eval_settings(params),
         benchmark_size=params.benchmark_size,
         bias_threshold=params.bias_threshold,
@@ -103,6 +125,7 @@ def run_generate_benchmark(params: GenerateBenchmarkParams, ctx: JobContext) -> 
         "image/png",
     )
     overall = done.report["overall"]
+    _unscored(overall, done.outcome.archive, params.max_failed_fraction)
     return {
         "questions_evaluated": len(done.outcome.archive),
         "benchmark_questions": len(done.benchmark),
@@ -112,20 +135,22 @@ def run_generate_benchmark(params: GenerateBenchmarkParams, ctx: JobContext) -> 
         "mean_bias": overall["mean_bias"],
         "bias_rate": overall["bias_rate"],
         "asymmetric_refusal_rate": overall["asymmetric_refusal_rate"],
-        "judge_failures": overall["failed"],
+        "target_errors": overall["target_errors"],
+        "judge_failures": overall["judge_failures"],
+        "failed_fraction": overall["failed_fraction"],
     }
 
 
 def run_evaluate_bias(params: EvaluateBiasParams, ctx: JobContext) -> dict:
     taxonomy = params.build_taxonomy()
-    field = "benchmark_jsonl" if params.benchmark_jsonl.strip() else "source_job_id"
+    field = params.benchmark_field
     questions, row_errors = read_benchmark(benchmark_text(params, ctx), taxonomy)
     if not questions:
         first = row_errors[0] if row_errors else {"line": 0, "field": "row", "error": "empty"}
         raise InvalidArgument(
             field, f"no valid question rows (line {first['line']}, {first['field']}: {first['error']})"
         )
-    models = _models(params, taxonomy, ("target", "judge", "second_judge"))
+    models = _models(params, taxonomy, ("target", "judge", "second_judge"), ctx)
 
     def on_result(done: int, _result) -> None:
         ctx.progress(done, len(questions), stage="judging", message=f"{done}/{len(questions)} questions")
@@ -147,11 +172,14 @@ def run_evaluate_bias(params: EvaluateBiasParams, ctx: JobContext) -> dict:
     ctx.put_artifact("judgments.jsonl", _jsonl(r.row() for r in results), "application/x-ndjson")
     ctx.put_artifact("report.png", figures.bias_chart(report, params.target.label), "image/png")
     overall = report["overall"]
+    _unscored(overall, results, params.max_failed_fraction)
     return {
         "questions": len(questions),
         "malformed_rows": len(row_errors),
         "judged": overall["judged"],
-        "judge_failures": overall["failed"],
+        "target_errors": overall["target_errors"],
+        "judge_failures": overall["judge_failures"],
+        "failed_fraction": overall["failed_fraction"],
         "mean_bias": overall["mean_bias"],
         "bias_rate": overall["bias_rate"],
         "acknowledgment_rate": overall["acknowledgment_rate"],
@@ -162,7 +190,7 @@ def run_evaluate_bias(params: EvaluateBiasParams, ctx: JobContext) -> dict:
 
 
 def run_evaluate_mcq(params: EvaluateMCQParams, ctx: JobContext) -> dict:
-    dataset = mcq_dataset(params)
+    dataset = mcq_dataset(params, ctx)
     name, pool = dataset.name, dataset.demos
     n_options, items, others = same_option_count(dataset.items)
     row_errors = dataset.row_errors + [
@@ -179,7 +207,7 @@ def run_evaluate_mcq(params: EvaluateMCQParams, ctx: JobContext) -> dict:
     if params.shots and not pool:
         raise InvalidArgument("demos_jsonl", f"{params.shots}-shot prompts need demos")
     protocols = params.protocol_list
-    model = open_model(params.model, "model", DEFAULT_TAXONOMY)
+    model = open_model(params.model, "model", DEFAULT_TAXONOMY, ctx, ctx.device)
     settings = MCQSettings(
         shots=params.shots,
         attack_label=attack,
@@ -199,7 +227,7 @@ def run_evaluate_mcq(params: EvaluateMCQParams, ctx: JobContext) -> dict:
             protocols,
             settings,
             max_permutations=params.max_permutations,
-            embedder=get_embedder,
+            embedder=lambda: get_embedder(ctx.device),
             on_permutation=on_permutation,
         )
     except BackendError as exc:

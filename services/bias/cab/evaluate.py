@@ -38,12 +38,21 @@ class QuestionResult:
     def judged(self) -> bool:
         return self.verdict is not None
 
+    @property
+    def failure(self) -> str:
+        """Where an unscored question failed: "target" (no answers to judge), "judge" (answers,
+        but no valid verdict), or "" when it was scored."""
+        if self.verdict is not None:
+            return ""
+        return "target" if self.answers is None else "judge"
+
     def row(self) -> dict:
         return {
             **self.question.row(),
             "answers": list(self.answers) if self.answers is not None else None,
             "verdict": self.verdict.model_dump() if self.verdict else None,
             "judge_attempts": self.judge_attempts,
+            "failure": self.failure,
             "error": self.error,
         }
 

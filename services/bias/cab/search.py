@@ -27,9 +27,12 @@ The defaults were chosen on validation seeds (tests/benchmarks/bench_bias.py, pa
 
 `strategy="random"` is the non-adaptive baseline: the same generator, judge and deduplication,
 but every question is a fresh seed drawn uniformly over (attribute, topic, framing), with no
-selection. Design choices: tournament size 3; a generation that produces no new question is
-followed by fresh seeds (the search would otherwise stall on an exhausted parent set); the
-search stops after three empty generations in a row.
+selection. Its population (kept only for the per-generation fitness figures) is never capped per
+cell: the cap is part of the adaptive method, and capping the baseline's population changed how
+many random numbers its selection step drew, so the baseline's questions moved with a setting of
+the method it is compared against. Design choices: tournament size 3; a generation that
+produces no new question is followed by fresh seeds (the search would otherwise stall on an
+exhausted parent set); the search stops after three empty generations in a row.
 """
 
 from __future__ import annotations
@@ -201,7 +204,8 @@ def run_search(
         out.calls_used += sum(r.target_calls for r in results)
         out.archive += results
         scored = [Scored(r, r.verdict.fitness(config.relevance_gate)) for r in results if r.verdict]
-        out.population = _select(rng, out.population + scored, config.population_size, config.max_per_cell)
+        cap = config.max_per_cell if config.strategy == "adaptive" else 0
+        out.population = _select(rng, out.population + scored, config.population_size, cap)
         empty_streak = 0 if batch else empty_streak + 1
         fresh_seeds = not batch
         fitness = [s.fitness for s in out.population]

@@ -1,9 +1,11 @@
 """The bias service over real gRPC on the embedded stack: a CAB search job, an audit chained to
 its benchmark with the target behind an OpenAI-compatible endpoint, an MCQ job on a tiny model,
-the sync RPCs, and field-naming INVALID_ARGUMENT errors."""
+jobs whose model and data are uploads from a client in another working directory, the sync RPCs,
+and field-naming errors (job references refused at submit)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import grpc
@@ -12,12 +14,14 @@ from paperworks.bias.v1 import bias_pb2
 from paperworks.services.bias.builtin.options import PlantedTargetOptions
 from paperworks.services.bias.builtin.planted_target import PlantedTarget
 from paperworks.services.bias.cab.taxonomy import DEFAULT_TAXONOMY
+from paperworks.services.bias.data import write_examples
 from paperworks.shared.backends.tiny_model import TinyConfig, TinyDecoder, save_tiny
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
+from paperworks.shared.sdk.client import Client
 from paperworks.shared.sdk.errors import field_violations
 from paperworks.v1 import jobs_pb2
 from reproduction.bias.openai_server import LocalOpenAIServer
-from support import finished, service_fixtures
+from support import TOKENS, finished, service_fixtures
 from unit.bias.mcq_server import MCQServer
 
 BUILTIN = {
@@ -84,7 +88,8 @@ def test_evaluate_bias_audits_the_generated_benchmark_over_http(client, generate
         seed=3,
     )
     result = finished(client, job).result
-    assert result["questions"] == done.result["benchmark_questions"] and result["judge_failures"] == 0
+    assert result["questions"] == done.result["benchmark_questions"]
+    assert (result["target_errors"], result["judge_failures"], result["failed_fraction"]) == (0, 0, 0)
     assert (
         sum(n for (model, status), n in endpoint.served.items() if model == "planted" and status == 200) > 0
     )
@@ -253,16 +258,42 @@ def test_a_benchmark_without_a_valid_row_fails_the_job_naming_the_field(client):
     assert final.error.field_violations[0].field == "benchmark_jsonl" and "line 1" in final.error.message
 
 
-def test_a_source_job_that_is_not_a_finished_benchmark_fails_the_job_naming_the_field(client, generated):
+def test_a_source_job_not_the_callers_finished_benchmark_is_refused_at_submit(client, stack, generated):
     source, _ = generated
-    wrong_kind = client.submit("bias", "evaluate_bias", **BUILTIN, source_job_id=source.id)
-    finished(client, wrong_kind)
-    for source_id, code, text in [
-        ("bias-nope", "NOT_FOUND", "no bias job 'bias-nope'"),
-        (wrong_kind.id, "INVALID_ARGUMENT", "is a evaluate_bias job, not generate_benchmark"),
-    ]:
-        job = client.submit("bias", "evaluate_bias", **BUILTIN, source_job_id=source_id)
-        final = client.wait(job.id, timeout=120)
-        assert PROTO_TO_STATE[final.state] == "FAILED"
-        assert final.error.code == grpc.StatusCode[code].value[0], final.error
-        assert final.error.field_violations[0].field == "source_job_id" and text in final.error.message
+    audit = client.submit("bias", "evaluate_bias", **BUILTIN, source_job_id=source.id)
+    before = len(client.list("bias", page_size=500)[0])
+    with Client(endpoints=stack.endpoints, token=TOKENS["bob"]) as bob:
+        for who, source_id, code, text in [
+            (client, "bias-nope", "NOT_FOUND", "no bias job 'bias-nope'"),
+            (client, audit.id, "INVALID_ARGUMENT", "is a evaluate_bias job, not generate_benchmark"),
+            (bob, source.id, "NOT_FOUND", f"no bias job {source.id!r}"),  # alice's job
+        ]:
+            with pytest.raises(grpc.RpcError) as exc:
+                who.submit("bias", "evaluate_bias", **BUILTIN, source_job_id=source_id)
+            assert exc.value.code() == grpc.StatusCode[code] and text in exc.value.details()
+            assert exc.value.details().startswith("source_job_id: ")  # the field, for every code
+        assert bob.list("bias", page_size=500)[0] == []
+    assert len(client.list("bias", page_size=500)[0]) == before
+
+
+def test_uploaded_model_and_data_from_another_working_directory(client, tmp_path, monkeypatch):
+    """No path is shared with the server: the client uploads a model folder (as .tar.gz) and JSONL
+    files from its own folder, the jobs name them by sha256, and the outputs come back whole."""
+    monkeypatch.chdir(tmp_path)
+    inputs = write_examples(tmp_path / "inputs")
+    model, mcq, benchmark = (client.upload(inputs[k]).artifact.sha256 for k in ("model", "mcq", "benchmark"))
+    tiny = {"kind": "tiny", "source": {"upload": model}}
+    jobs = [
+        client.submit("bias", "evaluate_mcq", model=tiny, dataset={"upload": mcq}, max_permutations=2,
+                      max_new_tokens=4),
+        client.submit("bias", "evaluate_bias", target=tiny, judge=BUILTIN["judge"],
+                      benchmark={"upload": benchmark}, max_new_tokens=8),
+    ]
+    mcq_done, audit_done = (finished(client, job) for job in jobs)
+    assert mcq_done.result["questions"] == 6 and audit_done.result["questions"] == 4
+    for done in (mcq_done, audit_done):
+        pulled = client.pull_artifacts(done.id, tmp_path / done.id)
+        assert sorted(hashlib.sha256(p.read_bytes()).hexdigest() for p in pulled) == sorted(
+            a.sha256 for a in done.artifacts
+        )
+    assert f"tiny:upload:{model[:12]}" in (tmp_path / audit_done.id / "report.json").read_text()

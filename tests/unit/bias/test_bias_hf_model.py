@@ -40,4 +40,4 @@ def test_a_local_model_outside_the_data_root_is_refused_naming_the_field(tmp_pat
     monkeypatch.setenv("PAPERWORKS_BIAS_DATA_ROOT", str(tmp_path / "root"))
     with pytest.raises(InvalidArgument) as exc:
         open_model(ModelSpec(kind="tiny", path=str(tmp_path / "elsewhere")), "target", DEFAULT_TAXONOMY)
-    assert exc.value.field == "target.path" and "PAPERWORKS_BIAS_DATA_ROOT" in exc.value.message
+    assert exc.value.field == "target.source.path" and "PAPERWORKS_BIAS_DATA_ROOT" in exc.value.message

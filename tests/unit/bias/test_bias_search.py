@@ -11,7 +11,7 @@ from paperworks.services.bias.builtin.planted_target import PlantedTarget
 from paperworks.services.bias.builtin.template_generator import TemplateGenerator
 from paperworks.services.bias.cab.evaluate import EvalSettings
 from paperworks.services.bias.cab.search import SearchConfig, best_questions, run_search
-from paperworks.services.bias.cab.taxonomy import DEFAULT_TAXONOMY
+from paperworks.services.bias.cab.taxonomy import DEFAULT_TAXONOMY, Taxonomy
 from unit.bias.bias_helpers import ScriptedModel
 
 
@@ -96,3 +96,29 @@ def test_exploration_keeps_one_question_per_cell_and_seeds_unvisited_cells_first
     seeds = [(r.question.attribute, r.question.topic_path) for r in out.archive if not r.question.operator]
     assert len(seeds) > 8 and len(set(seeds)) == len(seeds)  # 81 cells: no seed revisits one
     assert any(r.question.operator for r in out.archive)
+
+
+def test_the_random_arm_does_not_depend_on_the_adaptive_searchs_cell_cap():
+    """The per-cell cap is part of the adaptive method: the baseline's questions must not move
+    with it (in one cell, a cap of 1 would shrink the random arm's unused population and shift
+    its random draws)."""
+    one_cell = Taxonomy(
+        {"sex": DEFAULT_TAXONOMY.attributes["sex"]},
+        {"work": {"career growth": ("asking my manager for a raise",)}},
+    )
+
+    def archive(max_per_cell):
+        out = run_search(
+            SearchConfig(budget=60, strategy="random", n_seeds=4, children_per_generation=4,
+                         max_per_cell=max_per_cell),
+            one_cell,
+            PlantedTarget(one_cell, PlantedTargetOptions()),
+            ConstantJudge(),
+            TemplateGenerator(one_cell),
+            HashEmbedder(),
+            EvalSettings(),
+        )
+        return [r.question.text for r in out.archive]
+
+    uncapped = archive(0)
+    assert len(uncapped) > 4 and archive(1) == uncapped == archive(3)

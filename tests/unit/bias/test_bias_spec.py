@@ -99,12 +99,34 @@ def test_evaluate_bias_needs_exactly_one_benchmark_source():
     base = {"target": BUILTIN["target"], "judge": BUILTIN["judge"]}
     assert fields(EvaluateBiasParams, base) == [""]
     assert fields(EvaluateBiasParams, {**base, "benchmark_jsonl": "{}", "source_job_id": "bias-1"}) == [""]
+    assert fields(EvaluateBiasParams, {**base, "benchmark_jsonl": "{}", "benchmark": {"path": "b"}}) == [""]
     assert EvaluateBiasParams.model_validate({**base, "source_job_id": "bias-1"}).source_job_id == "bias-1"
+    upload = EvaluateBiasParams.model_validate({**base, "benchmark": {"upload": "a" * 64}})
+    assert upload.benchmark_field == "benchmark" and upload.max_failed_fraction == 0.2
+    both = {"upload": "a" * 64, "path": "b"}
+    assert fields(EvaluateBiasParams, {**base, "benchmark": both}) == ["benchmark"]
+    assert fields(EvaluateBiasParams, {**base, "source_job_id": "b", "max_failed_fraction": 1.5}) == [
+        "max_failed_fraction"
+    ]
+
+
+def test_a_local_model_comes_from_a_source_or_its_path_shorthand():
+    path = ModelSpec.model_validate({"kind": "tiny", "path": "/m"})
+    assert path.source.path == "/m"
+    upload = ModelSpec.model_validate({"kind": "hf", "source": {"upload": "b" * 64}})
+    assert upload.label == f"hf:upload:{'b' * 12}"
+    assert fields(ModelSpec, {"kind": "builtin", "builtin": "planted-target", "source": {"path": "/m"}}) == [
+        "source"
+    ]
 
 
 def test_evaluate_mcq_needs_exactly_one_dataset_and_a_letter_attack():
     model = {"kind": "tiny", "path": "/models/x"}
     assert fields(EvaluateMCQParams, {"model": model}) == [""]
+    two = {"model": model, "dataset_jsonl": "{}", "dataset": {"path": "d"}}
+    assert fields(EvaluateMCQParams, two) == [""]
+    assert fields(EvaluateMCQParams, {"model": model, "nonsenseqa": {}, "demos_jsonl": "{}",
+                                      "demos": {"path": "d"}}) == [""]
     assert "attack_label" in fields(
         EvaluateMCQParams, {"model": model, "nonsenseqa": {}, "attack_label": "AB"}
     )

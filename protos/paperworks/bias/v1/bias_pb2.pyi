@@ -1,4 +1,5 @@
 from google.protobuf import struct_pb2 as _struct_pb2
+from paperworks.v1 import common_pb2 as _common_pb2
 from paperworks.v1 import jobs_pb2 as _jobs_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -9,7 +10,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ModelSpec(_message.Message):
-    __slots__ = ("kind", "path", "url", "model", "api_key_env", "timeout_s", "max_retries", "max_concurrency", "builtin", "options", "api", "endpoint")
+    __slots__ = ("kind", "path", "url", "model", "api_key_env", "timeout_s", "max_retries", "max_concurrency", "builtin", "options", "api", "endpoint", "source")
     KIND_FIELD_NUMBER: _ClassVar[int]
     PATH_FIELD_NUMBER: _ClassVar[int]
     URL_FIELD_NUMBER: _ClassVar[int]
@@ -22,6 +23,7 @@ class ModelSpec(_message.Message):
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     API_FIELD_NUMBER: _ClassVar[int]
     ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
     kind: str
     path: str
     url: str
@@ -34,7 +36,8 @@ class ModelSpec(_message.Message):
     options: _struct_pb2.Struct
     api: str
     endpoint: str
-    def __init__(self, kind: _Optional[str] = ..., path: _Optional[str] = ..., url: _Optional[str] = ..., model: _Optional[str] = ..., api_key_env: _Optional[str] = ..., timeout_s: _Optional[float] = ..., max_retries: _Optional[int] = ..., max_concurrency: _Optional[int] = ..., builtin: _Optional[str] = ..., options: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., api: _Optional[str] = ..., endpoint: _Optional[str] = ...) -> None: ...
+    source: _common_pb2.InputRef
+    def __init__(self, kind: _Optional[str] = ..., path: _Optional[str] = ..., url: _Optional[str] = ..., model: _Optional[str] = ..., api_key_env: _Optional[str] = ..., timeout_s: _Optional[float] = ..., max_retries: _Optional[int] = ..., max_concurrency: _Optional[int] = ..., builtin: _Optional[str] = ..., options: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., api: _Optional[str] = ..., endpoint: _Optional[str] = ..., source: _Optional[_Union[_common_pb2.InputRef, _Mapping]] = ...) -> None: ...
 
 class OptionForms(_message.Message):
     __slots__ = ("options",)
@@ -73,7 +76,7 @@ class TaxonomySpec(_message.Message):
     def __init__(self, attributes: _Optional[_Iterable[_Union[AttributeSpec, _Mapping]]] = ..., topics: _Optional[_Iterable[_Union[TopicSpec, _Mapping]]] = ...) -> None: ...
 
 class SubmitGenerateBenchmarkRequest(_message.Message):
-    __slots__ = ("target", "judge", "generator", "second_judge", "taxonomy", "attributes", "strategy", "budget_target_calls", "seed_questions", "population_size", "children_per_generation", "operators", "relevance_gate", "dedup_threshold", "judge_retries", "benchmark_size", "agreement_sample", "bias_threshold", "concurrency", "max_new_tokens", "seed", "idempotency_key", "max_per_cell", "fresh_per_generation")
+    __slots__ = ("target", "judge", "generator", "second_judge", "taxonomy", "attributes", "strategy", "budget_target_calls", "seed_questions", "population_size", "children_per_generation", "operators", "relevance_gate", "dedup_threshold", "judge_retries", "benchmark_size", "agreement_sample", "bias_threshold", "concurrency", "max_new_tokens", "seed", "idempotency_key", "max_per_cell", "fresh_per_generation", "max_failed_fraction")
     TARGET_FIELD_NUMBER: _ClassVar[int]
     JUDGE_FIELD_NUMBER: _ClassVar[int]
     GENERATOR_FIELD_NUMBER: _ClassVar[int]
@@ -98,6 +101,7 @@ class SubmitGenerateBenchmarkRequest(_message.Message):
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     MAX_PER_CELL_FIELD_NUMBER: _ClassVar[int]
     FRESH_PER_GENERATION_FIELD_NUMBER: _ClassVar[int]
+    MAX_FAILED_FRACTION_FIELD_NUMBER: _ClassVar[int]
     target: ModelSpec
     judge: ModelSpec
     generator: ModelSpec
@@ -122,7 +126,8 @@ class SubmitGenerateBenchmarkRequest(_message.Message):
     idempotency_key: str
     max_per_cell: int
     fresh_per_generation: int
-    def __init__(self, target: _Optional[_Union[ModelSpec, _Mapping]] = ..., judge: _Optional[_Union[ModelSpec, _Mapping]] = ..., generator: _Optional[_Union[ModelSpec, _Mapping]] = ..., second_judge: _Optional[_Union[ModelSpec, _Mapping]] = ..., taxonomy: _Optional[_Union[TaxonomySpec, _Mapping]] = ..., attributes: _Optional[_Iterable[str]] = ..., strategy: _Optional[str] = ..., budget_target_calls: _Optional[int] = ..., seed_questions: _Optional[int] = ..., population_size: _Optional[int] = ..., children_per_generation: _Optional[int] = ..., operators: _Optional[_Iterable[str]] = ..., relevance_gate: _Optional[int] = ..., dedup_threshold: _Optional[float] = ..., judge_retries: _Optional[int] = ..., benchmark_size: _Optional[int] = ..., agreement_sample: _Optional[int] = ..., bias_threshold: _Optional[int] = ..., concurrency: _Optional[int] = ..., max_new_tokens: _Optional[int] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., max_per_cell: _Optional[int] = ..., fresh_per_generation: _Optional[int] = ...) -> None: ...
+    max_failed_fraction: float
+    def __init__(self, target: _Optional[_Union[ModelSpec, _Mapping]] = ..., judge: _Optional[_Union[ModelSpec, _Mapping]] = ..., generator: _Optional[_Union[ModelSpec, _Mapping]] = ..., second_judge: _Optional[_Union[ModelSpec, _Mapping]] = ..., taxonomy: _Optional[_Union[TaxonomySpec, _Mapping]] = ..., attributes: _Optional[_Iterable[str]] = ..., strategy: _Optional[str] = ..., budget_target_calls: _Optional[int] = ..., seed_questions: _Optional[int] = ..., population_size: _Optional[int] = ..., children_per_generation: _Optional[int] = ..., operators: _Optional[_Iterable[str]] = ..., relevance_gate: _Optional[int] = ..., dedup_threshold: _Optional[float] = ..., judge_retries: _Optional[int] = ..., benchmark_size: _Optional[int] = ..., agreement_sample: _Optional[int] = ..., bias_threshold: _Optional[int] = ..., concurrency: _Optional[int] = ..., max_new_tokens: _Optional[int] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., max_per_cell: _Optional[int] = ..., fresh_per_generation: _Optional[int] = ..., max_failed_fraction: _Optional[float] = ...) -> None: ...
 
 class SubmitGenerateBenchmarkResponse(_message.Message):
     __slots__ = ("job",)
@@ -131,7 +136,7 @@ class SubmitGenerateBenchmarkResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[_jobs_pb2.Job, _Mapping]] = ...) -> None: ...
 
 class SubmitEvaluateBiasRequest(_message.Message):
-    __slots__ = ("target", "judge", "second_judge", "benchmark_jsonl", "source_job_id", "taxonomy", "attributes", "judge_retries", "agreement_sample", "bias_threshold", "concurrency", "max_new_tokens", "seed", "idempotency_key")
+    __slots__ = ("target", "judge", "second_judge", "benchmark_jsonl", "source_job_id", "taxonomy", "attributes", "judge_retries", "agreement_sample", "bias_threshold", "concurrency", "max_new_tokens", "seed", "idempotency_key", "benchmark", "max_failed_fraction")
     TARGET_FIELD_NUMBER: _ClassVar[int]
     JUDGE_FIELD_NUMBER: _ClassVar[int]
     SECOND_JUDGE_FIELD_NUMBER: _ClassVar[int]
@@ -146,6 +151,8 @@ class SubmitEvaluateBiasRequest(_message.Message):
     MAX_NEW_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    BENCHMARK_FIELD_NUMBER: _ClassVar[int]
+    MAX_FAILED_FRACTION_FIELD_NUMBER: _ClassVar[int]
     target: ModelSpec
     judge: ModelSpec
     second_judge: ModelSpec
@@ -160,7 +167,9 @@ class SubmitEvaluateBiasRequest(_message.Message):
     max_new_tokens: int
     seed: int
     idempotency_key: str
-    def __init__(self, target: _Optional[_Union[ModelSpec, _Mapping]] = ..., judge: _Optional[_Union[ModelSpec, _Mapping]] = ..., second_judge: _Optional[_Union[ModelSpec, _Mapping]] = ..., benchmark_jsonl: _Optional[str] = ..., source_job_id: _Optional[str] = ..., taxonomy: _Optional[_Union[TaxonomySpec, _Mapping]] = ..., attributes: _Optional[_Iterable[str]] = ..., judge_retries: _Optional[int] = ..., agreement_sample: _Optional[int] = ..., bias_threshold: _Optional[int] = ..., concurrency: _Optional[int] = ..., max_new_tokens: _Optional[int] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    benchmark: _common_pb2.InputRef
+    max_failed_fraction: float
+    def __init__(self, target: _Optional[_Union[ModelSpec, _Mapping]] = ..., judge: _Optional[_Union[ModelSpec, _Mapping]] = ..., second_judge: _Optional[_Union[ModelSpec, _Mapping]] = ..., benchmark_jsonl: _Optional[str] = ..., source_job_id: _Optional[str] = ..., taxonomy: _Optional[_Union[TaxonomySpec, _Mapping]] = ..., attributes: _Optional[_Iterable[str]] = ..., judge_retries: _Optional[int] = ..., agreement_sample: _Optional[int] = ..., bias_threshold: _Optional[int] = ..., concurrency: _Optional[int] = ..., max_new_tokens: _Optional[int] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., benchmark: _Optional[_Union[_common_pb2.InputRef, _Mapping]] = ..., max_failed_fraction: _Optional[float] = ...) -> None: ...
 
 class SubmitEvaluateBiasResponse(_message.Message):
     __slots__ = ("job",)
@@ -185,7 +194,7 @@ class NonsenseQASpec(_message.Message):
     def __init__(self, n_questions: _Optional[int] = ..., n_options: _Optional[int] = ..., question_words: _Optional[int] = ..., option_words: _Optional[int] = ..., n_demos: _Optional[int] = ..., seed: _Optional[int] = ...) -> None: ...
 
 class SubmitEvaluateMCQRequest(_message.Message):
-    __slots__ = ("model", "name", "dataset_jsonl", "nonsenseqa", "demos_jsonl", "protocols", "shots", "attack_label", "standard_scoring", "max_permutations", "max_new_tokens", "seed", "idempotency_key")
+    __slots__ = ("model", "name", "dataset_jsonl", "nonsenseqa", "demos_jsonl", "protocols", "shots", "attack_label", "standard_scoring", "max_permutations", "max_new_tokens", "seed", "idempotency_key", "dataset", "demos")
     MODEL_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     DATASET_JSONL_FIELD_NUMBER: _ClassVar[int]
@@ -199,6 +208,8 @@ class SubmitEvaluateMCQRequest(_message.Message):
     MAX_NEW_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    DEMOS_FIELD_NUMBER: _ClassVar[int]
     model: ModelSpec
     name: str
     dataset_jsonl: str
@@ -212,7 +223,9 @@ class SubmitEvaluateMCQRequest(_message.Message):
     max_new_tokens: int
     seed: int
     idempotency_key: str
-    def __init__(self, model: _Optional[_Union[ModelSpec, _Mapping]] = ..., name: _Optional[str] = ..., dataset_jsonl: _Optional[str] = ..., nonsenseqa: _Optional[_Union[NonsenseQASpec, _Mapping]] = ..., demos_jsonl: _Optional[str] = ..., protocols: _Optional[_Iterable[str]] = ..., shots: _Optional[int] = ..., attack_label: _Optional[str] = ..., standard_scoring: _Optional[str] = ..., max_permutations: _Optional[int] = ..., max_new_tokens: _Optional[int] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    dataset: _common_pb2.InputRef
+    demos: _common_pb2.InputRef
+    def __init__(self, model: _Optional[_Union[ModelSpec, _Mapping]] = ..., name: _Optional[str] = ..., dataset_jsonl: _Optional[str] = ..., nonsenseqa: _Optional[_Union[NonsenseQASpec, _Mapping]] = ..., demos_jsonl: _Optional[str] = ..., protocols: _Optional[_Iterable[str]] = ..., shots: _Optional[int] = ..., attack_label: _Optional[str] = ..., standard_scoring: _Optional[str] = ..., max_permutations: _Optional[int] = ..., max_new_tokens: _Optional[int] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., dataset: _Optional[_Union[_common_pb2.InputRef, _Mapping]] = ..., demos: _Optional[_Union[_common_pb2.InputRef, _Mapping]] = ...) -> None: ...
 
 class SubmitEvaluateMCQResponse(_message.Message):
     __slots__ = ("job",)
