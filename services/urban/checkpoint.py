@@ -66,19 +66,19 @@ def encoder_from_bytes(data: bytes) -> UrbanEncoder:
 
 
 def probe_to_bytes(probe: Probe, extra: dict | None = None) -> bytes:
-    tensors = {f"net.{k}": v.contiguous() for k, v in probe.net.state_dict().items()}
+    tensors = {f"net.{k}": v.detach().cpu().contiguous() for k, v in probe.net.state_dict().items()}
     tensors["x_mean"], tensors["x_std"] = torch.from_numpy(probe.x_mean), torch.from_numpy(probe.x_std)
     meta = {"task_type": probe.task_type, "kind": probe.kind, "in_dim": probe.in_dim,
             "classes": probe.classes, "y_mean": probe.y_mean, "y_std": probe.y_std, "extra": extra or {}}
     return st_save(tensors, metadata={"probe": json.dumps(meta)})
 
 
-def probe_from_bytes(data: bytes) -> tuple[Probe, dict]:
-    """The probe and the `extra` stored with it."""
+def probe_from_bytes(data: bytes, device: str | torch.device = "cpu") -> tuple[Probe, dict]:
+    """The probe, on `device`, and the `extra` stored with it."""
     meta = json.loads(_metadata(data)["probe"])
     tensors = st_load(data)
     probe = Probe(meta["task_type"], meta["kind"], meta["in_dim"], meta["classes"])
     probe.net.load_state_dict({k[4:]: v for k, v in tensors.items() if k.startswith("net.")})
     probe.x_mean, probe.x_std = tensors["x_mean"].numpy(), tensors["x_std"].numpy()
     probe.y_mean, probe.y_std = meta["y_mean"], meta["y_std"]
-    return probe, meta["extra"]
+    return probe.to(device), meta["extra"]

@@ -1,11 +1,14 @@
-"""`make demo` for urban: pretrain UrbanFusion on a small synthetic world, fit house prices on it,
-then embed and predict two locations inline (one with street view, one from coordinates alone)."""
+"""`make demo` for urban: write a small synthetic world as a dataset folder on the client's side,
+upload it (no path is shared with the server), pretrain UrbanFusion on it, fit house prices, then
+embed and predict two locations inline (one with street view, one from coordinates alone)."""
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import numpy as np
-from paperworks.services.urban.data import world
+from google.protobuf import json_format
+from paperworks.services.urban.data import world, write_folder
 from paperworks.shared.devstack.demo import console, follow
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.tensors import from_numpy, to_numpy
@@ -22,7 +25,11 @@ def _done(client, job, title):
 
 
 def run(client, out: Path) -> None:
-    dataset = {"synthetic": WORLD}
+    data = world.generate(world.WorldConfig(**WORLD))
+    with tempfile.TemporaryDirectory(prefix="urban-client-") as here:
+        upload = client.upload(write_folder(data, Path(here) / "city", fmt="csv")).artifact
+    console.print(f"uploaded the dataset folder as {upload.name} ({upload.size_bytes} bytes)")
+    dataset = {"source": {"upload": upload.sha256}}
     job = client.submit("urban", "pretrain", dataset=dataset, embed_dim=32, steps=200)
     console.print(f"submitted [bold]{job.id}[/] (UrbanFusion pretrain: 3 cities x 300 locations, 200 steps)")
     pre = _done(client, job, "urban.pretrain")
@@ -34,17 +41,14 @@ def run(client, out: Path) -> None:
     test = fit.result["test"]
     console.print(f"house_price test R2: {test['without_coordinates']:.3f} "
                   f"({test['with_coordinates']:.3f} with raw coordinates appended)")
-    data = world.generate(world.WorldConfig(**WORLD))
     i = int(np.flatnonzero(data.modalities["street_view"].present)[0])
     row = data.modalities["street_view"].values[i]
     sv = urban_pb2.ModalityValue(name="street_view", value=from_numpy(row))
     locations = [urban_pb2.Location(id="with-street-view", lat=data.lat[i], lon=data.lon[i], modalities=[sv]),
                  urban_pb2.Location(id="coordinates-only", lat=data.lat[i], lon=data.lon[i])]
-    stub = client.stub("urban")
-    emb = stub.Embed(urban_pb2.EmbedRequest(pretrain_job_id=pre.id, locations=locations),
-                     metadata=client.metadata, timeout=30)
-    pred = stub.Predict(urban_pb2.PredictRequest(task_job_id=fit.id, locations=locations),
-                        metadata=client.metadata, timeout=30)
+    locations = [json_format.MessageToDict(loc, preserving_proto_field_name=True) for loc in locations]
+    emb = client.call("urban", "Embed", timeout=30, pretrain_job_id=pre.id, locations=locations)
+    pred = client.call("urban", "Predict", timeout=30, task_job_id=fit.id, locations=locations)
     vectors = to_numpy(emb.embeddings)
     cos = float(vectors[0] @ vectors[1] / np.linalg.norm(vectors[0]) / np.linalg.norm(vectors[1]))
     console.print(f"Embed: {vectors.shape} ({', '.join(emb.used_modalities)}); cosine between them {cos:.2f}")

@@ -9,7 +9,8 @@ locations: R² for regression, macro F1 for classification. Reported per task:
 - leave-one-region-out: a probe fitted on all other regions scores each region, from the embedding
   (which carries coordinates through its coordinates token) beside the concatenated features
   with and without raw coordinates (the fair comparison gives both sides coordinates).
-Random splits are seeded; everything here is deterministic given the seed.
+Random splits are seeded; everything here is deterministic given the seed. The probes fit on
+`device` (the encoder embeds on its own).
 """
 from __future__ import annotations
 
@@ -97,13 +98,14 @@ def default_subsets(names: tuple[str, ...]) -> list[frozenset[str]]:
 
 
 def score(x: np.ndarray, target: Target, train: np.ndarray, test: np.ndarray, kind: ProbeKind,
-          seed: int) -> float:
+          seed: int, device: str = "cpu") -> float:
     return fit_and_score(x[train], target.y[train], x[test], target.y[test], target.task_type, kind,
-                         target.classes, seed)
+                         target.classes, seed, device)
 
 
 def subset_scores(encoder: UrbanEncoder, fs: FeatureSet, target: Target, subsets: list[frozenset[str]],
-                  train: np.ndarray, test: np.ndarray, kind: ProbeKind, seed: int) -> dict[str, float]:
+                  train: np.ndarray, test: np.ndarray, kind: ProbeKind, seed: int,
+                  device: str = "cpu") -> dict[str, float]:
     """Per subset: embeddings from that subset only, a probe on the train rows that carry any of it."""
     out = {}
     for subset in subsets:
@@ -114,13 +116,13 @@ def subset_scores(encoder: UrbanEncoder, fs: FeatureSet, target: Target, subsets
             continue
         emb = np.zeros((len(fs), encoder.dim), np.float32)
         emb[usable] = encoder.embed(view.take(usable))
-        out[subset_name(fs.names, subset)] = score(emb, target, tr, te, kind, seed)
+        out[subset_name(fs.names, subset)] = score(emb, target, tr, te, kind, seed, device)
     return out
 
 
 def evaluate(encoder: UrbanEncoder, fs: FeatureSet, targets: list[Target], kind: ProbeKind,
              subsets: list[frozenset[str]], leave_one_region_out: bool, test_fraction: float, seed: int,
-             on_task: Callable[[int, int, str], None] | None = None) -> dict:
+             on_task: Callable[[int, int, str], None] | None = None, device: str = "cpu") -> dict:
     embedding = encoder.embed(fs)
     concat = concatenated_features(fs)
     xy = raw_coordinates(fs)
@@ -132,8 +134,8 @@ def evaluate(encoder: UrbanEncoder, fs: FeatureSet, targets: list[Target], kind:
         train, test = random_split(rows, test_fraction, seed)
         entry = {"task_type": target.task_type, "metric": target.metric,
                  "labeled": int(len(rows)), "test": int(len(test))}
-        entry |= {name: score(x, target, train, test, kind, seed) for name, x in inputs.items()}
-        entry["subsets"] = subset_scores(encoder, fs, target, subsets, train, test, kind, seed)
+        entry |= {name: score(x, target, train, test, kind, seed, device) for name, x in inputs.items()}
+        entry["subsets"] = subset_scores(encoder, fs, target, subsets, train, test, kind, seed, device)
         if leave_one_region_out:
             held = {}
             for region in sorted(set(fs.region[rows].tolist())):
@@ -141,7 +143,7 @@ def evaluate(encoder: UrbanEncoder, fs: FeatureSet, targets: list[Target], kind:
                 if inside.all():
                     continue
                 tr, te = rows[~inside], rows[inside]
-                held[region] = {name: score(inputs[name], target, tr, te, kind, seed)
+                held[region] = {name: score(inputs[name], target, tr, te, kind, seed, device)
                                 for name in ("embedding", "concatenated", "concatenated+coordinates")}
             entry["leave_one_region_out"] = held
         report[target.name] = entry

@@ -9,7 +9,9 @@ without raw coordinates appended), and the scores the paper reports (R², macro 
   validation split (the best epoch's weights are kept).
 
 A probe is a small torch module plus its standardization, so it saves as safetensors
-(`paperworks.services.urban.checkpoint`).
+(`paperworks.services.urban.checkpoint`). It fits and predicts on the `device` it is given (a job's
+or a server's): the network and every batch go there; inputs and outputs are numpy on the host.
+Probes stay float32 (their scores are what the jobs report).
 """
 from __future__ import annotations
 
@@ -50,16 +52,23 @@ def _split(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 class Probe:
     def __init__(self, task_type: TaskType, kind: ProbeKind, in_dim: int, classes: list[str] | None = None,
-                 seed: int = 0):
+                 seed: int = 0, device: str | torch.device = "cpu"):
         self.task_type, self.kind, self.in_dim, self.seed = task_type, kind, in_dim, seed
+        self.device = torch.device(device)
         self.classes = list(classes or [])
         out = len(self.classes) if task_type == "classification" else 1
         torch.manual_seed(seed)
         self.net = (nn.Linear(in_dim, out) if kind == "linear"
-                    else nn.Sequential(nn.Linear(in_dim, HIDDEN), nn.GELU(), nn.Linear(HIDDEN, out)))
+                    else nn.Sequential(nn.Linear(in_dim, HIDDEN), nn.GELU(), nn.Linear(HIDDEN, out))
+                    ).to(self.device)
         self.x_mean = np.zeros(in_dim, np.float32)
         self.x_std = np.ones(in_dim, np.float32)
         self.y_mean, self.y_std = 0.0, 1.0
+
+    def to(self, device: str | torch.device) -> Probe:
+        self.device = torch.device(device)
+        self.net.to(self.device)
+        return self
 
     # --- fitting -----------------------------------------------------------------------------------
 
@@ -73,12 +82,12 @@ class Probe:
     def _fit(self, x: np.ndarray, y: np.ndarray) -> Probe:
         self.x_mean = x.mean(0).astype(np.float32)
         self.x_std = np.maximum(x.std(0), 1e-6).astype(np.float32)
-        xs = torch.from_numpy(((x - self.x_mean) / self.x_std).astype(np.float32))
+        xs = torch.from_numpy(((x - self.x_mean) / self.x_std).astype(np.float32)).to(self.device)
         if self.task_type == "regression":
             self.y_mean, self.y_std = float(y.mean()), float(max(y.std(), 1e-9))
-            target = torch.from_numpy(((y - self.y_mean) / self.y_std).astype(np.float32))
+            target = torch.from_numpy(((y - self.y_mean) / self.y_std).astype(np.float32)).to(self.device)
         else:
-            target = torch.from_numpy(y.astype(np.int64))
+            target = torch.from_numpy(y.astype(np.int64)).to(self.device)
         if self.kind == "mlp":
             self._fit_mlp(xs, target)
         elif self.task_type == "regression":
@@ -106,7 +115,7 @@ class Probe:
 
     def _logistic(self, x: torch.Tensor, y: torch.Tensor, l2: float) -> nn.Linear:
         torch.manual_seed(self.seed)
-        net = nn.Linear(x.shape[1], len(self.classes))
+        net = nn.Linear(x.shape[1], len(self.classes)).to(x.device)
         optimizer = torch.optim.LBFGS(net.parameters(), lr=0.5, max_iter=150, line_search_fn="strong_wolfe")
 
         def closure():
@@ -119,17 +128,17 @@ class Probe:
         return net
 
     def _fit_logistic(self, x: torch.Tensor, y: torch.Tensor) -> None:
-        train, val = _split(len(y), 0.2, self.seed)
+        train, val = (torch.from_numpy(i).to(x.device) for i in _split(len(y), 0.2, self.seed))
         scores = []
         for l2 in LOGISTIC_GRID:
             net = self._logistic(x[train], y[train], l2)
             with torch.no_grad():
-                pred = net(x[val]).argmax(1).numpy()
-            scores.append(macro_f1(y[val].numpy(), pred, len(self.classes)))
+                pred = net(x[val]).argmax(1).cpu().numpy()
+            scores.append(macro_f1(y[val].cpu().numpy(), pred, len(self.classes)))
         self.net = self._logistic(x, y, LOGISTIC_GRID[int(np.argmax(scores))])
 
     def _fit_mlp(self, x: torch.Tensor, y: torch.Tensor, epochs: int = 600, patience: int = 60) -> None:
-        train, val = (torch.from_numpy(i) for i in _split(len(y), 0.15, self.seed))
+        train, val = (torch.from_numpy(i).to(x.device) for i in _split(len(y), 0.15, self.seed))
         optimizer = torch.optim.AdamW(self.net.parameters(), lr=3e-3, weight_decay=1e-3)
         best, best_state, waited = float("inf"), None, 0
         for _ in range(epochs):
@@ -159,7 +168,8 @@ class Probe:
     @torch.no_grad()
     def raw(self, x: np.ndarray) -> np.ndarray:
         self.net.eval()
-        return self.net(torch.from_numpy(((x - self.x_mean) / self.x_std).astype(np.float32))).numpy()
+        xs = torch.from_numpy(((x - self.x_mean) / self.x_std).astype(np.float32)).to(self.device)
+        return self.net(xs).cpu().numpy()
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Regression: values. Classification: class indices."""
@@ -181,6 +191,6 @@ class Probe:
 
 def fit_and_score(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray,
                   task_type: TaskType, kind: ProbeKind, classes: list[str] | None = None,
-                  seed: int = 0) -> float:
-    probe = Probe(task_type, kind, x_train.shape[1], classes, seed).fit(x_train, y_train)
+                  seed: int = 0, device: str | torch.device = "cpu") -> float:
+    probe = Probe(task_type, kind, x_train.shape[1], classes, seed, device).fit(x_train, y_train)
     return probe.score(x_test, y_test)

@@ -1,5 +1,7 @@
-"""UrbanService: the thin gRPC edge. Submit* hand jobs to the runtime; Embed and Predict load the
-tenant's pretrained encoder / fitted probe (cached by artifact hash) and answer inline."""
+"""UrbanService: the thin gRPC edge. Submit* check the pretrain job a request builds on (the tenant's,
+a pretrain, SUCCEEDED) and hand jobs to the runtime; Embed and Predict load the tenant's pretrained
+encoder / fitted probe (cached by artifact hash, on this server's device: `shared.devices.device`)
+and answer inline."""
 from __future__ import annotations
 
 import asyncio
@@ -10,7 +12,8 @@ from paperworks.services.urban.data import feature_set, used_modalities
 from paperworks.services.urban.probes import Probe
 from paperworks.services.urban.spec import invalid_arguments
 from paperworks.services.urban.urbanfusion.encoder import UrbanEncoder
-from paperworks.shared.job_refs import job_artifact
+from paperworks.shared.devices import autocast, device
+from paperworks.shared.job_refs import finished_job, job_artifact
 from paperworks.shared.rpc.model_cache import ModelCache
 from paperworks.shared.rpc.runtime import ServiceRuntime
 from paperworks.shared.rpc.status import rpc_method
@@ -24,28 +27,38 @@ class UrbanServicer(urban_pb2_grpc.UrbanServiceServicer):
     def __init__(self, rt: ServiceRuntime):
         self.rt = rt
         self.cache = ModelCache(CACHE_SIZE)
+        self.device = device()  # where the cached encoders and probes live
 
     @rpc_method
     async def SubmitPretrain(self, request, context):
         return urban_pb2.SubmitPretrainResponse(job=await self.rt.submit(context, "pretrain", request))
 
+    async def _check_pretrain_job(self, context, job_id: str) -> None:
+        """Refused at submit, not in the worker: a job id that is not this tenant's SUCCEEDED pretrain
+        (an empty one is left to the parameters' check, which names every missing field at once)."""
+        if job_id:
+            await asyncio.to_thread(finished_job, self.rt.store, self.rt.tenant(context), "urban", job_id,
+                                    "pretrain_job_id", kind="pretrain")
+
     @rpc_method
     async def SubmitFitTask(self, request, context):
+        await self._check_pretrain_job(context, request.pretrain_job_id)
         return urban_pb2.SubmitFitTaskResponse(job=await self.rt.submit(context, "fit_task", request))
 
     @rpc_method
     async def SubmitEvaluate(self, request, context):
+        await self._check_pretrain_job(context, request.pretrain_job_id)
         return urban_pb2.SubmitEvaluateResponse(job=await self.rt.submit(context, "evaluate", request))
 
     def _encoder(self, tenant: str, job_id: str, field: str) -> UrbanEncoder:
         data, sha = job_artifact(self.rt.store, self.rt.artifacts, tenant, "urban", job_id,
                                  "model.safetensors", field, kind="pretrain")
-        return self.cache.get(sha, lambda: encoder_from_bytes(data))
+        return self.cache.get(sha, lambda: encoder_from_bytes(data).to(self.device, autocast))
 
     def _probe(self, tenant: str, job_id: str) -> tuple[Probe, dict]:
         data, sha = job_artifact(self.rt.store, self.rt.artifacts, tenant, "urban", job_id,
                                  "probe.safetensors", "task_job_id", kind="fit_task")
-        return self.cache.get(sha, lambda: probe_from_bytes(data))
+        return self.cache.get(sha, lambda: probe_from_bytes(data, self.device))
 
     def _embed(self, tenant: str, request) -> urban_pb2.EmbedResponse:
         with invalid_arguments():

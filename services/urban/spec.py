@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 from paperworks.services.urban.urbanfusion.errors import FieldError
 from paperworks.shared.errors import InvalidArgument
+from paperworks.shared.inputs import InputRefParams, path_shorthand
 from paperworks.shared.registry import JobKind, ServiceSpec
 from pydantic import BaseModel, Field, model_validator
 
@@ -32,13 +33,24 @@ class SyntheticWorldParams(BaseModel):
 
 
 class DatasetParams(BaseModel):
+    """A dataset folder (`source`: an upload of it as an archive, a job's artifact, an s3://
+    archive or a server path; `path` is short for `source.path`) or the synthetic world."""
+
     path: str = ""
+    source: InputRefParams | None = None
     synthetic: SyntheticWorldParams | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _path_is_source_path(cls, data):
+        return path_shorthand(data)
 
     @model_validator(mode="after")
     def one_source(self):
-        if bool(self.path) == (self.synthetic is not None):
-            raise ValueError("set exactly one of dataset.path and dataset.synthetic")
+        if (self.source is None) == (self.synthetic is None):
+            raise ValueError("set exactly one of dataset.source (or dataset.path) and dataset.synthetic")
+        if self.source is not None and self.source.path and not self.path:
+            self.path = self.source.path
         return self
 
 
@@ -117,16 +129,43 @@ SPEC = ServiceSpec(
             name="pretrain", params=PretrainParams, handler="paperworks.services.urban.tasks:run_pretrain",
             submit_rpc="SubmitPretrain",
             description="dataset of locations x modalities -> encoder, embeddings.parquet, embedding map",
+            result={"locations": "locations pretrained on (count)",
+                    "regions": "the regions (cities) they lie in (names)",
+                    "modalities": "the encoder's modalities, coordinates first (names)",
+                    "embed_dim": "embedding width D (count)", "steps": "optimizer steps run (count)",
+                    "loss": "(1 - lambda) contrastive + lambda reconstruction, mean of the last 10% "
+                            "of steps (nats + squared z-score units)",
+                    "contrastive": "symmetric InfoNCE between the two views, same steps (nats; "
+                                   "ln(batch) is chance)",
+                    "reconstruction": "squared L2 error of a present modality's z-scored features, "
+                                      "same steps (squared z-score units, summed over its features)",
+                    "first_loss": "the loss at step 1 (same units as loss)"},
         ),
         "fit_task": JobKind(
             name="fit_task", params=FitTaskParams, handler="paperworks.services.urban.tasks:run_fit_task",
             submit_rpc="SubmitFitTask",
             description="pretrained encoder + target -> probe, test score with/without coordinates",
+            result={"target": "the target column", "task_type": "regression or classification",
+                    "metric": "r2 (regression) or macro_f1 (classification)", "probe": "linear or mlp",
+                    "test": "the metric on the test locations, with_coordinates (raw lat/lon appended "
+                            "to the embedding) and without_coordinates (r2: 1 is perfect, 0 is the "
+                            "mean; macro_f1: 0..1)",
+                    "served": "the variant Predict uses",
+                    "train_locations": "labeled locations fitted (count)",
+                    "test_locations": "labeled locations scored (count)",
+                    "classes": "class labels in probability order (classification; else empty)"},
         ),
         "evaluate": JobKind(
             name="evaluate", params=EvaluateParams, handler="paperworks.services.urban.tasks:run_evaluate",
             submit_rpc="SubmitEvaluate",
             description="R2/F1 per task, per modality subset, leave-one-region-out, vs concatenation",
+            result={"probe": "linear or mlp",
+                    "tasks": "per target: metric (r2 or macro_f1) of embedding, embedding+coordinates, "
+                             "concatenated and concatenated+coordinates (the baseline with the raw "
+                             "lat/lon the embedding also sees) on a random test split; coordinates "
+                             "(the coordinates-only embedding); held_out_region_mean (each region "
+                             "scored by a probe fitted on the others, averaged); every score in "
+                             "evaluation.json"},
         ),
     },
 )

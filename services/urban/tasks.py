@@ -1,5 +1,9 @@
 """The urban jobs: thin handlers that load inputs, call the method modules, store artifacts.
-The method's input errors (FieldError) become INVALID_ARGUMENT on their field."""
+The method's input errors (FieldError) become INVALID_ARGUMENT on their field. Everything runs on
+the job's device (`ctx.device`): the encoder pretrains and embeds there, its forward passes under
+bf16 autocast on a GPU (`paperworks.shared.devices.autocast`; the contrastive logits, backward
+passes and optimizer steps stay float32), and the probes fit there in float32 (their scores are
+what the jobs report)."""
 from __future__ import annotations
 
 import io
@@ -20,6 +24,7 @@ from paperworks.services.urban.probes import Probe
 from paperworks.services.urban.spec import EvaluateParams, FitTaskParams, PretrainParams, invalid_arguments
 from paperworks.services.urban.urbanfusion.encoder import FeatureSet, UrbanEncoder
 from paperworks.services.urban.urbanfusion.train import PretrainConfig, pretrain
+from paperworks.shared.devices import autocast
 from paperworks.shared.errors import InvalidArgument
 from paperworks.shared.tasks.context import JobContext
 
@@ -27,9 +32,9 @@ PARQUET = "application/vnd.apache.parquet"
 
 
 def _encoder(ctx: JobContext, job_id: str) -> UrbanEncoder:
-    """The pretrained encoder, on the job's device (probes stay on the CPU: small numpy fits)."""
+    """The pretrained encoder, on the job's device."""
     data, _ = ctx.job_artifact("urban", job_id, "model.safetensors", "pretrain_job_id", kind="pretrain")
-    return encoder_from_bytes(data).to(ctx.device)
+    return encoder_from_bytes(data).to(ctx.device, autocast)
 
 
 def _parquet(frame: pd.DataFrame) -> bytes:
@@ -60,7 +65,7 @@ def _exclude_regions(dataset: Dataset, regions: list[str]) -> Dataset:
 @invalid_arguments()
 def run_pretrain(params: PretrainParams, ctx: JobContext) -> dict:
     ctx.progress(0, params.steps, stage="loading", message="reading the dataset")
-    dataset = load_dataset(params.dataset).select_modalities(params.modalities)
+    dataset = load_dataset(params.dataset, ctx).select_modalities(params.modalities)
     dataset = _exclude_regions(dataset, params.exclude_regions)
     encoder = UrbanEncoder.create(dataset, params.extractors, params.embed_dim, params.layers, params.heads,
                                   params.seed)
@@ -75,7 +80,7 @@ def run_pretrain(params: PretrainParams, ctx: JobContext) -> dict:
                      message=f"loss {losses['loss']:.3f} (contrastive {losses['contrastive']:.3f}, "
                              f"reconstruction {losses['reconstruction']:.3f})")
 
-    history = pretrain(encoder, fs, config, on_step, device=ctx.device)
+    history = pretrain(encoder, fs, config, on_step, device=ctx.device, autocast=autocast)
     model = ctx.put_artifact("model.safetensors", encoder_to_bytes(encoder), "application/octet-stream")
     ctx.announce_model(model, f"location encoder, {encoder.dim}-d embeddings")
     embedding = encoder.embed(fs)
@@ -98,7 +103,7 @@ def run_pretrain(params: PretrainParams, ctx: JobContext) -> dict:
 @invalid_arguments()
 def run_fit_task(params: FitTaskParams, ctx: JobContext) -> dict:
     encoder = _encoder(ctx, params.pretrain_job_id)
-    dataset = load_dataset(params.dataset)
+    dataset = load_dataset(params.dataset, ctx)
     target = make_target(params.target, dataset.targets, params.task_type, "target")
     fs = _restrict(encoder.features(dataset), params.modalities, "modalities")
     usable = target.labeled & fs.present.any(axis=1)
@@ -119,7 +124,7 @@ def run_fit_task(params: FitTaskParams, ctx: JobContext) -> dict:
     variants = {False: embedding, True: np.hstack([embedding, raw_coordinates(fs)])}
     probes, scores = {}, {}
     for appended, x in variants.items():
-        probe = Probe(target.task_type, params.probe, x.shape[1], target.classes, params.seed)
+        probe = Probe(target.task_type, params.probe, x.shape[1], target.classes, params.seed, ctx.device)
         probes[appended] = probe.fit(x[train], target.y[train])
         key = "with_coordinates" if appended else "without_coordinates"
         scores[key] = probe.score(x[test], target.y[test])
@@ -150,7 +155,7 @@ def run_fit_task(params: FitTaskParams, ctx: JobContext) -> dict:
 @invalid_arguments()
 def run_evaluate(params: EvaluateParams, ctx: JobContext) -> dict:
     encoder = _encoder(ctx, params.pretrain_job_id)
-    dataset = load_dataset(params.dataset)
+    dataset = load_dataset(params.dataset, ctx)
     tasks = [(t.target, t.task_type, f"tasks[{k}].target") for k, t in enumerate(params.tasks)] or [
         (str(c), "", "tasks") for c in dataset.targets.columns]
     if not tasks:
@@ -167,11 +172,12 @@ def run_evaluate(params: EvaluateParams, ctx: JobContext) -> dict:
         ctx.progress(i, total, stage="evaluating", message=f"{name} done")
 
     report = evaluate(encoder, fs, targets, params.probe, subsets, params.leave_one_region_out,
-                      params.test_fraction, params.seed, on_task)
+                      params.test_fraction, params.seed, on_task, ctx.device)
     ctx.put_json("evaluation.json", {"probe": params.probe, "tasks": report})
     summary = {}
     for name, entry in report.items():
-        row = {k: entry[k] for k in ("metric", "embedding", "embedding+coordinates", "concatenated")}
+        row = {k: entry[k] for k in ("metric", "embedding", "embedding+coordinates", "concatenated",
+                                     "concatenated+coordinates")}
         row[COORDINATES] = entry["subsets"].get(COORDINATES)
         if "leave_one_region_out" in entry:
             held = entry["leave_one_region_out"].values()

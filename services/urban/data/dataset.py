@@ -87,7 +87,7 @@ def _one_of(folder: Path, stem: str, required: bool) -> Path | None:
     if len(found) > 1:
         raise InvalidArgument(f"dataset.{stem}", "both .parquet and .csv present; keep one")
     if not found and required:
-        raise InvalidArgument(f"dataset.{stem}", f"{folder} has no {stem}.parquet or {stem}.csv")
+        raise InvalidArgument(f"dataset.{stem}", f"the dataset folder has no {stem}.parquet or {stem}.csv")
     return found[0] if found else None
 
 
@@ -196,10 +196,20 @@ def _raster(path: Path, ids: pd.Index) -> Modality:
     return Modality(name, "raster", values, present)
 
 
-def load_folder(folder: Path) -> Dataset:
-    folder = Path(folder)
+def _dataset_root(folder: Path) -> Path:
+    """The folder holding the dataset: `folder`, or its one subfolder where an archive was made
+    with the folder itself at the top (`tar czf city.tar.gz city/`)."""
     if not folder.is_dir():
-        raise InvalidArgument("dataset.path", f"{folder} is not a folder")
+        raise InvalidArgument("dataset.source", "is not a folder: give the dataset folder (uploaded, "
+                                                "it travels as a .tar.gz archive)")
+    entries = [p for p in folder.iterdir() if not p.name.startswith(".")]
+    if _one_of(folder, "locations", required=False) is None and len(entries) == 1 and entries[0].is_dir():
+        return entries[0]
+    return folder
+
+
+def load_folder(folder: Path) -> Dataset:
+    folder = _dataset_root(Path(folder))
     frame, _ = _locations(folder)
     ids = pd.Index(frame["id"])
     modalities: dict[str, Modality] = {}
@@ -217,7 +227,8 @@ def load_folder(folder: Path) -> Dataset:
             raise InvalidArgument(f"dataset.{path.name}", f"modality {modality.name!r} given twice")
         modalities[modality.name] = modality
     if not modalities:
-        raise InvalidArgument("dataset.path", f"{folder} holds no modality file")
+        raise InvalidArgument("dataset.source", "the dataset folder holds no modality file "
+                                                "(<modality>.parquet, .csv or .npy)")
     targets = pd.DataFrame(index=range(len(ids)))
     if (path := _one_of(folder, "targets", required=False)) is not None:
         table = _read_table(path)

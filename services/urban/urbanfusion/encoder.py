@@ -7,6 +7,9 @@ z-scored with the pretraining statistics, which are also the reconstruction targ
 """
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -19,6 +22,13 @@ from paperworks.services.urban.urbanfusion.model import FusionConfig, UrbanFusio
 
 if TYPE_CHECKING:  # the locations x modalities container the service's data layer builds
     from paperworks.services.urban.data.dataset import Dataset
+
+
+Autocast = Callable[[torch.device], AbstractContextManager]  # device -> its mixed-precision region
+
+
+def _full_precision(device: torch.device) -> AbstractContextManager:
+    return contextlib.nullcontext()
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,7 @@ class UrbanEncoder:
                  mean: dict[str, np.ndarray], std: dict[str, np.ndarray], model: UrbanFusion):
         self.specs = {s.name: s for s in specs}
         self.extractors, self.mean, self.std, self.model = extractors, mean, std, model
+        self.autocast: Autocast = _full_precision
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -123,15 +134,18 @@ class UrbanEncoder:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
-    def to(self, device: str | torch.device) -> UrbanEncoder:
-        """Moves the fusion model (what `embed` and `pretrain` run on); extractors stay numpy."""
+    def to(self, device: str | torch.device, autocast: Autocast | None = None) -> UrbanEncoder:
+        """Moves the fusion model (what `embed` and `pretrain` run on; extractors stay numpy).
+        `autocast(device)`, when given, is the mixed-precision region the model's forward passes
+        run in (`embed`, and `pretrain`'s loss, never its backward pass or optimizer step)."""
         self.model.to(device)
+        self.autocast = autocast or _full_precision
         return self
 
     @torch.no_grad()
     def embed(self, fs: FeatureSet, batch: int = 4096) -> np.ndarray:
-        """(N, D) embeddings on the model's device; each row from the modalities `fs.present` marks
-        (at least one)."""
+        """(N, D) float32 embeddings computed on the model's device (in `self.autocast`); each row
+        from the modalities `fs.present` marks (at least one)."""
         if not fs.present.any(axis=1).all():
             row = int(np.argmin(fs.present.any(axis=1)))
             raise FieldError(f"locations[{row}]", "has no modality to embed")
@@ -141,5 +155,7 @@ class UrbanEncoder:
         for s in range(0, len(fs), batch):
             feats = {k: torch.from_numpy(v[s:s + batch]).to(device) for k, v in fs.features.items()}
             mask = torch.from_numpy(fs.present[s:s + batch]).to(device)
-            out.append(self.model(torch.from_numpy(xyz[s:s + batch]).to(device), feats, mask).cpu().numpy())
+            with self.autocast(device):
+                h = self.model(torch.from_numpy(xyz[s:s + batch]).to(device), feats, mask)
+            out.append(h.float().cpu().numpy())
         return np.concatenate(out) if out else np.zeros((0, self.dim), np.float32)

@@ -94,3 +94,27 @@ def test_bad_files_name_the_file_and_field(tiny_world, tmp_path, case, field):
     with pytest.raises(InvalidArgument) as exc:
         load_folder(folder)
     assert exc.value.field == field
+
+
+def test_a_folder_archived_with_itself_at_the_top_loads_and_a_file_does_not(tiny_world, tmp_path):
+    write_folder(tiny_world, tmp_path / "unpacked" / "city", fmt="csv")  # `tar czf x.tar.gz city/`
+    assert len(load_folder(tmp_path / "unpacked")) == len(tiny_world)
+    with pytest.raises(InvalidArgument) as exc:
+        load_folder(tmp_path / "unpacked" / "city" / "locations.csv")
+    assert exc.value.field == "dataset.source"
+
+
+def test_example_writer_gives_a_dataset_and_request_locations(tmp_path):
+    from google.protobuf import json_format
+    from paperworks.services.urban.data.__main__ import main
+    from paperworks.urban.v1 import urban_pb2
+
+    main(["world", str(tmp_path / "city"), "--cities", "2", "--locations-per-city", "20"])
+    main(["locations", str(tmp_path / "city"), str(tmp_path / "locations.json"), "--count", "4"])
+    data = load_folder(tmp_path / "city")
+    assert len(data) == 40 and (tmp_path / "city" / "street_view.csv").exists()
+    request = json_format.ParseDict({"locations": json.loads((tmp_path / "locations.json").read_text())},
+                                    urban_pb2.EmbedRequest())
+    assert [loc.id for loc in request.locations] == list(data.ids[:4])
+    assert [len(loc.modalities) for loc in request.locations] == [
+        sum(m.present[i] for m in data.modalities.values()) for i in range(4)]

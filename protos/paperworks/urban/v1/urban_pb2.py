@@ -26,7 +26,7 @@ from paperworks.v1 import common_pb2 as paperworks_dot_v1_dot_common__pb2
 from paperworks.v1 import jobs_pb2 as paperworks_dot_v1_dot_jobs__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fpaperworks/urban/v1/urban.proto\x12\x13paperworks.urban.v1\x1a\x1apaperworks/v1/common.proto\x1a\x18paperworks/v1/jobs.proto\"c\n\rDatasetSource\x12\x0e\n\x04path\x18\x01 \x01(\tH\x00\x12\x38\n\tsynthetic\x18\x02 \x01(\x0b\x32#.paperworks.urban.v1.SyntheticWorldH\x00\x42\x08\n\x06source\"\x8c\x01\n\x0eSyntheticWorld\x12\x0c\n\x04seed\x18\x01 \x01(\x04\x12\x13\n\x06\x63ities\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x1f\n\x12locations_per_city\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x14\n\x0cmissing_rate\x18\x04 \x01(\x01\x42\t\n\x07_citiesB\x15\n\x13_locations_per_city\"\xcf\x04\n\x15SubmitPretrainRequest\x12\x33\n\x07\x64\x61taset\x18\x01 \x01(\x0b\x32\".paperworks.urban.v1.DatasetSource\x12\x12\n\nmodalities\x18\x02 \x03(\t\x12\x17\n\x0f\x65xclude_regions\x18\x03 \x03(\t\x12N\n\nextractors\x18\x04 \x03(\x0b\x32:.paperworks.urban.v1.SubmitPretrainRequest.ExtractorsEntry\x12\x16\n\tembed_dim\x18\x05 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x06layers\x18\x06 \x01(\x05H\x01\x88\x01\x01\x12\x12\n\x05heads\x18\x07 \x01(\x05H\x02\x88\x01\x01\x12\"\n\x15reconstruction_weight\x18\x08 \x01(\x01H\x03\x88\x01\x01\x12\x14\n\x0cview_overlap\x18\t \x01(\x01\x12\x12\n\x05steps\x18\n \x01(\x05H\x04\x88\x01\x01\x12\x17\n\nbatch_size\x18\x0b \x01(\x05H\x05\x88\x01\x01\x12\x1a\n\rlearning_rate\x18\x0c \x01(\x01H\x06\x88\x01\x01\x12\x0c\n\x04seed\x18\r \x01(\x04\x12\x17\n\x0fidempotency_key\x18\x0e \x01(\t\x1a\x31\n\x0f\x45xtractorsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x0c\n\n_embed_dimB\t\n\x07_layersB\x08\n\x06_headsB\x18\n\x16_reconstruction_weightB\x08\n\x06_stepsB\r\n\x0b_batch_sizeB\x10\n\x0e_learning_rate\"9\n\x16SubmitPretrainResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\xc2\x02\n\x14SubmitFitTaskRequest\x12\x17\n\x0fpretrain_job_id\x18\x01 \x01(\t\x12\x33\n\x07\x64\x61taset\x18\x02 \x01(\x0b\x32\".paperworks.urban.v1.DatasetSource\x12\x0e\n\x06target\x18\x03 \x01(\t\x12\x11\n\ttask_type\x18\x04 \x01(\t\x12\x12\n\x05probe\x18\x05 \x01(\tH\x00\x88\x01\x01\x12\x1a\n\x12\x61ppend_coordinates\x18\x06 \x01(\x08\x12\x12\n\nmodalities\x18\x07 \x03(\t\x12\x16\n\x0eholdout_region\x18\x08 \x01(\t\x12\x1a\n\rtest_fraction\x18\t \x01(\x01H\x01\x88\x01\x01\x12\x0c\n\x04seed\x18\n \x01(\x04\x12\x17\n\x0fidempotency_key\x18\x0b \x01(\tB\x08\n\x06_probeB\x10\n\x0e_test_fraction\"8\n\x15SubmitFitTaskResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"-\n\x08TaskSpec\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\x11\n\ttask_type\x18\x02 \x01(\t\"$\n\x0eModalitySubset\x12\x12\n\nmodalities\x18\x01 \x03(\t\"\xda\x02\n\x15SubmitEvaluateRequest\x12\x17\n\x0fpretrain_job_id\x18\x01 \x01(\t\x12\x33\n\x07\x64\x61taset\x18\x02 \x01(\x0b\x32\".paperworks.urban.v1.DatasetSource\x12,\n\x05tasks\x18\x03 \x03(\x0b\x32\x1d.paperworks.urban.v1.TaskSpec\x12\x12\n\x05probe\x18\x04 \x01(\tH\x00\x88\x01\x01\x12\x34\n\x07subsets\x18\x05 \x03(\x0b\x32#.paperworks.urban.v1.ModalitySubset\x12\x1c\n\x14leave_one_region_out\x18\x06 \x01(\x08\x12\x1a\n\rtest_fraction\x18\x07 \x01(\x01H\x01\x88\x01\x01\x12\x0c\n\x04seed\x18\x08 \x01(\x04\x12\x17\n\x0fidempotency_key\x18\t \x01(\tB\x08\n\x06_probeB\x10\n\x0e_test_fraction\"9\n\x16SubmitEvaluateResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"C\n\rModalityValue\x12\x0c\n\x04name\x18\x01 \x01(\t\x12$\n\x05value\x18\x02 \x01(\x0b\x32\x15.paperworks.v1.Tensor\"h\n\x08Location\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0b\n\x03lat\x18\x02 \x01(\x01\x12\x0b\n\x03lon\x18\x03 \x01(\x01\x12\x36\n\nmodalities\x18\x04 \x03(\x0b\x32\".paperworks.urban.v1.ModalityValue\"q\n\x0c\x45mbedRequest\x12\x17\n\x0fpretrain_job_id\x18\x01 \x01(\t\x12\x30\n\tlocations\x18\x02 \x03(\x0b\x32\x1d.paperworks.urban.v1.Location\x12\x16\n\x0euse_modalities\x18\x03 \x03(\t\"`\n\rEmbedResponse\x12)\n\nembeddings\x18\x01 \x01(\x0b\x32\x15.paperworks.v1.Tensor\x12\x0b\n\x03ids\x18\x02 \x03(\t\x12\x17\n\x0fused_modalities\x18\x03 \x03(\t\"o\n\x0ePredictRequest\x12\x13\n\x0btask_job_id\x18\x01 \x01(\t\x12\x30\n\tlocations\x18\x02 \x03(\x0b\x32\x1d.paperworks.urban.v1.Location\x12\x16\n\x0euse_modalities\x18\x03 \x03(\t\"\xa0\x01\n\x0fPredictResponse\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\x11\n\ttask_type\x18\x02 \x01(\t\x12\x0b\n\x03ids\x18\x03 \x03(\t\x12\x0e\n\x06values\x18\x04 \x03(\x01\x12\x0e\n\x06labels\x18\x05 \x03(\t\x12\x0f\n\x07\x63lasses\x18\x06 \x03(\t\x12,\n\rprobabilities\x18\x07 \x01(\x0b\x32\x15.paperworks.v1.Tensor2\xf2\x03\n\x0cUrbanService\x12i\n\x0eSubmitPretrain\x12*.paperworks.urban.v1.SubmitPretrainRequest\x1a+.paperworks.urban.v1.SubmitPretrainResponse\x12\x66\n\rSubmitFitTask\x12).paperworks.urban.v1.SubmitFitTaskRequest\x1a*.paperworks.urban.v1.SubmitFitTaskResponse\x12i\n\x0eSubmitEvaluate\x12*.paperworks.urban.v1.SubmitEvaluateRequest\x1a+.paperworks.urban.v1.SubmitEvaluateResponse\x12N\n\x05\x45mbed\x12!.paperworks.urban.v1.EmbedRequest\x1a\".paperworks.urban.v1.EmbedResponse\x12T\n\x07Predict\x12#.paperworks.urban.v1.PredictRequest\x1a$.paperworks.urban.v1.PredictResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fpaperworks/urban/v1/urban.proto\x12\x13paperworks.urban.v1\x1a\x1apaperworks/v1/common.proto\x1a\x18paperworks/v1/jobs.proto\"\x8f\x01\n\rDatasetSource\x12\x0e\n\x04path\x18\x01 \x01(\tH\x00\x12\x38\n\tsynthetic\x18\x02 \x01(\x0b\x32#.paperworks.urban.v1.SyntheticWorldH\x00\x12)\n\x06source\x18\x03 \x01(\x0b\x32\x17.paperworks.v1.InputRefH\x00\x42\t\n\x07\x64\x61taset\"\x8c\x01\n\x0eSyntheticWorld\x12\x0c\n\x04seed\x18\x01 \x01(\x04\x12\x13\n\x06\x63ities\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x1f\n\x12locations_per_city\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x14\n\x0cmissing_rate\x18\x04 \x01(\x01\x42\t\n\x07_citiesB\x15\n\x13_locations_per_city\"\xcf\x04\n\x15SubmitPretrainRequest\x12\x33\n\x07\x64\x61taset\x18\x01 \x01(\x0b\x32\".paperworks.urban.v1.DatasetSource\x12\x12\n\nmodalities\x18\x02 \x03(\t\x12\x17\n\x0f\x65xclude_regions\x18\x03 \x03(\t\x12N\n\nextractors\x18\x04 \x03(\x0b\x32:.paperworks.urban.v1.SubmitPretrainRequest.ExtractorsEntry\x12\x16\n\tembed_dim\x18\x05 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x06layers\x18\x06 \x01(\x05H\x01\x88\x01\x01\x12\x12\n\x05heads\x18\x07 \x01(\x05H\x02\x88\x01\x01\x12\"\n\x15reconstruction_weight\x18\x08 \x01(\x01H\x03\x88\x01\x01\x12\x14\n\x0cview_overlap\x18\t \x01(\x01\x12\x12\n\x05steps\x18\n \x01(\x05H\x04\x88\x01\x01\x12\x17\n\nbatch_size\x18\x0b \x01(\x05H\x05\x88\x01\x01\x12\x1a\n\rlearning_rate\x18\x0c \x01(\x01H\x06\x88\x01\x01\x12\x0c\n\x04seed\x18\r \x01(\x04\x12\x17\n\x0fidempotency_key\x18\x0e \x01(\t\x1a\x31\n\x0f\x45xtractorsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x0c\n\n_embed_dimB\t\n\x07_layersB\x08\n\x06_headsB\x18\n\x16_reconstruction_weightB\x08\n\x06_stepsB\r\n\x0b_batch_sizeB\x10\n\x0e_learning_rate\"9\n\x16SubmitPretrainResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\xc2\x02\n\x14SubmitFitTaskRequest\x12\x17\n\x0fpretrain_job_id\x18\x01 \x01(\t\x12\x33\n\x07\x64\x61taset\x18\x02 \x01(\x0b\x32\".paperworks.urban.v1.DatasetSource\x12\x0e\n\x06target\x18\x03 \x01(\t\x12\x11\n\ttask_type\x18\x04 \x01(\t\x12\x12\n\x05probe\x18\x05 \x01(\tH\x00\x88\x01\x01\x12\x1a\n\x12\x61ppend_coordinates\x18\x06 \x01(\x08\x12\x12\n\nmodalities\x18\x07 \x03(\t\x12\x16\n\x0eholdout_region\x18\x08 \x01(\t\x12\x1a\n\rtest_fraction\x18\t \x01(\x01H\x01\x88\x01\x01\x12\x0c\n\x04seed\x18\n \x01(\x04\x12\x17\n\x0fidempotency_key\x18\x0b \x01(\tB\x08\n\x06_probeB\x10\n\x0e_test_fraction\"8\n\x15SubmitFitTaskResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"-\n\x08TaskSpec\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\x11\n\ttask_type\x18\x02 \x01(\t\"$\n\x0eModalitySubset\x12\x12\n\nmodalities\x18\x01 \x03(\t\"\xda\x02\n\x15SubmitEvaluateRequest\x12\x17\n\x0fpretrain_job_id\x18\x01 \x01(\t\x12\x33\n\x07\x64\x61taset\x18\x02 \x01(\x0b\x32\".paperworks.urban.v1.DatasetSource\x12,\n\x05tasks\x18\x03 \x03(\x0b\x32\x1d.paperworks.urban.v1.TaskSpec\x12\x12\n\x05probe\x18\x04 \x01(\tH\x00\x88\x01\x01\x12\x34\n\x07subsets\x18\x05 \x03(\x0b\x32#.paperworks.urban.v1.ModalitySubset\x12\x1c\n\x14leave_one_region_out\x18\x06 \x01(\x08\x12\x1a\n\rtest_fraction\x18\x07 \x01(\x01H\x01\x88\x01\x01\x12\x0c\n\x04seed\x18\x08 \x01(\x04\x12\x17\n\x0fidempotency_key\x18\t \x01(\tB\x08\n\x06_probeB\x10\n\x0e_test_fraction\"9\n\x16SubmitEvaluateResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"C\n\rModalityValue\x12\x0c\n\x04name\x18\x01 \x01(\t\x12$\n\x05value\x18\x02 \x01(\x0b\x32\x15.paperworks.v1.Tensor\"h\n\x08Location\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0b\n\x03lat\x18\x02 \x01(\x01\x12\x0b\n\x03lon\x18\x03 \x01(\x01\x12\x36\n\nmodalities\x18\x04 \x03(\x0b\x32\".paperworks.urban.v1.ModalityValue\"q\n\x0c\x45mbedRequest\x12\x17\n\x0fpretrain_job_id\x18\x01 \x01(\t\x12\x30\n\tlocations\x18\x02 \x03(\x0b\x32\x1d.paperworks.urban.v1.Location\x12\x16\n\x0euse_modalities\x18\x03 \x03(\t\"`\n\rEmbedResponse\x12)\n\nembeddings\x18\x01 \x01(\x0b\x32\x15.paperworks.v1.Tensor\x12\x0b\n\x03ids\x18\x02 \x03(\t\x12\x17\n\x0fused_modalities\x18\x03 \x03(\t\"o\n\x0ePredictRequest\x12\x13\n\x0btask_job_id\x18\x01 \x01(\t\x12\x30\n\tlocations\x18\x02 \x03(\x0b\x32\x1d.paperworks.urban.v1.Location\x12\x16\n\x0euse_modalities\x18\x03 \x03(\t\"\xa0\x01\n\x0fPredictResponse\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\x11\n\ttask_type\x18\x02 \x01(\t\x12\x0b\n\x03ids\x18\x03 \x03(\t\x12\x0e\n\x06values\x18\x04 \x03(\x01\x12\x0e\n\x06labels\x18\x05 \x03(\t\x12\x0f\n\x07\x63lasses\x18\x06 \x03(\t\x12,\n\rprobabilities\x18\x07 \x01(\x0b\x32\x15.paperworks.v1.Tensor2\xf2\x03\n\x0cUrbanService\x12i\n\x0eSubmitPretrain\x12*.paperworks.urban.v1.SubmitPretrainRequest\x1a+.paperworks.urban.v1.SubmitPretrainResponse\x12\x66\n\rSubmitFitTask\x12).paperworks.urban.v1.SubmitFitTaskRequest\x1a*.paperworks.urban.v1.SubmitFitTaskResponse\x12i\n\x0eSubmitEvaluate\x12*.paperworks.urban.v1.SubmitEvaluateRequest\x1a+.paperworks.urban.v1.SubmitEvaluateResponse\x12N\n\x05\x45mbed\x12!.paperworks.urban.v1.EmbedRequest\x1a\".paperworks.urban.v1.EmbedResponse\x12T\n\x07Predict\x12#.paperworks.urban.v1.PredictRequest\x1a$.paperworks.urban.v1.PredictResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,40 +35,40 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_SUBMITPRETRAINREQUEST_EXTRACTORSENTRY']._loaded_options = None
   _globals['_SUBMITPRETRAINREQUEST_EXTRACTORSENTRY']._serialized_options = b'8\001'
-  _globals['_DATASETSOURCE']._serialized_start=110
-  _globals['_DATASETSOURCE']._serialized_end=209
-  _globals['_SYNTHETICWORLD']._serialized_start=212
-  _globals['_SYNTHETICWORLD']._serialized_end=352
-  _globals['_SUBMITPRETRAINREQUEST']._serialized_start=355
-  _globals['_SUBMITPRETRAINREQUEST']._serialized_end=946
-  _globals['_SUBMITPRETRAINREQUEST_EXTRACTORSENTRY']._serialized_start=793
-  _globals['_SUBMITPRETRAINREQUEST_EXTRACTORSENTRY']._serialized_end=842
-  _globals['_SUBMITPRETRAINRESPONSE']._serialized_start=948
-  _globals['_SUBMITPRETRAINRESPONSE']._serialized_end=1005
-  _globals['_SUBMITFITTASKREQUEST']._serialized_start=1008
-  _globals['_SUBMITFITTASKREQUEST']._serialized_end=1330
-  _globals['_SUBMITFITTASKRESPONSE']._serialized_start=1332
-  _globals['_SUBMITFITTASKRESPONSE']._serialized_end=1388
-  _globals['_TASKSPEC']._serialized_start=1390
-  _globals['_TASKSPEC']._serialized_end=1435
-  _globals['_MODALITYSUBSET']._serialized_start=1437
-  _globals['_MODALITYSUBSET']._serialized_end=1473
-  _globals['_SUBMITEVALUATEREQUEST']._serialized_start=1476
-  _globals['_SUBMITEVALUATEREQUEST']._serialized_end=1822
-  _globals['_SUBMITEVALUATERESPONSE']._serialized_start=1824
-  _globals['_SUBMITEVALUATERESPONSE']._serialized_end=1881
-  _globals['_MODALITYVALUE']._serialized_start=1883
-  _globals['_MODALITYVALUE']._serialized_end=1950
-  _globals['_LOCATION']._serialized_start=1952
-  _globals['_LOCATION']._serialized_end=2056
-  _globals['_EMBEDREQUEST']._serialized_start=2058
-  _globals['_EMBEDREQUEST']._serialized_end=2171
-  _globals['_EMBEDRESPONSE']._serialized_start=2173
-  _globals['_EMBEDRESPONSE']._serialized_end=2269
-  _globals['_PREDICTREQUEST']._serialized_start=2271
-  _globals['_PREDICTREQUEST']._serialized_end=2382
-  _globals['_PREDICTRESPONSE']._serialized_start=2385
-  _globals['_PREDICTRESPONSE']._serialized_end=2545
-  _globals['_URBANSERVICE']._serialized_start=2548
-  _globals['_URBANSERVICE']._serialized_end=3046
+  _globals['_DATASETSOURCE']._serialized_start=111
+  _globals['_DATASETSOURCE']._serialized_end=254
+  _globals['_SYNTHETICWORLD']._serialized_start=257
+  _globals['_SYNTHETICWORLD']._serialized_end=397
+  _globals['_SUBMITPRETRAINREQUEST']._serialized_start=400
+  _globals['_SUBMITPRETRAINREQUEST']._serialized_end=991
+  _globals['_SUBMITPRETRAINREQUEST_EXTRACTORSENTRY']._serialized_start=838
+  _globals['_SUBMITPRETRAINREQUEST_EXTRACTORSENTRY']._serialized_end=887
+  _globals['_SUBMITPRETRAINRESPONSE']._serialized_start=993
+  _globals['_SUBMITPRETRAINRESPONSE']._serialized_end=1050
+  _globals['_SUBMITFITTASKREQUEST']._serialized_start=1053
+  _globals['_SUBMITFITTASKREQUEST']._serialized_end=1375
+  _globals['_SUBMITFITTASKRESPONSE']._serialized_start=1377
+  _globals['_SUBMITFITTASKRESPONSE']._serialized_end=1433
+  _globals['_TASKSPEC']._serialized_start=1435
+  _globals['_TASKSPEC']._serialized_end=1480
+  _globals['_MODALITYSUBSET']._serialized_start=1482
+  _globals['_MODALITYSUBSET']._serialized_end=1518
+  _globals['_SUBMITEVALUATEREQUEST']._serialized_start=1521
+  _globals['_SUBMITEVALUATEREQUEST']._serialized_end=1867
+  _globals['_SUBMITEVALUATERESPONSE']._serialized_start=1869
+  _globals['_SUBMITEVALUATERESPONSE']._serialized_end=1926
+  _globals['_MODALITYVALUE']._serialized_start=1928
+  _globals['_MODALITYVALUE']._serialized_end=1995
+  _globals['_LOCATION']._serialized_start=1997
+  _globals['_LOCATION']._serialized_end=2101
+  _globals['_EMBEDREQUEST']._serialized_start=2103
+  _globals['_EMBEDREQUEST']._serialized_end=2216
+  _globals['_EMBEDRESPONSE']._serialized_start=2218
+  _globals['_EMBEDRESPONSE']._serialized_end=2314
+  _globals['_PREDICTREQUEST']._serialized_start=2316
+  _globals['_PREDICTREQUEST']._serialized_end=2427
+  _globals['_PREDICTRESPONSE']._serialized_start=2430
+  _globals['_PREDICTRESPONSE']._serialized_end=2590
+  _globals['_URBANSERVICE']._serialized_start=2593
+  _globals['_URBANSERVICE']._serialized_end=3091
 # @@protoc_insertion_point(module_scope)

@@ -9,12 +9,14 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class DatasetSource(_message.Message):
-    __slots__ = ("path", "synthetic")
+    __slots__ = ("path", "synthetic", "source")
     PATH_FIELD_NUMBER: _ClassVar[int]
     SYNTHETIC_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
     path: str
     synthetic: SyntheticWorld
-    def __init__(self, path: _Optional[str] = ..., synthetic: _Optional[_Union[SyntheticWorld, _Mapping]] = ...) -> None: ...
+    source: _common_pb2.InputRef
+    def __init__(self, path: _Optional[str] = ..., synthetic: _Optional[_Union[SyntheticWorld, _Mapping]] = ..., source: _Optional[_Union[_common_pb2.InputRef, _Mapping]] = ...) -> None: ...
 
 class SyntheticWorld(_message.Message):
     __slots__ = ("seed", "cities", "locations_per_city", "missing_rate")
