@@ -28,11 +28,15 @@ def status_code(name: str) -> grpc.StatusCode:
 
 def to_rich_status(exc: PaperworksError) -> grpc.Status:
     detail = status_pb2.Status(code=code_pb2.Code.Value(exc.code), message=str(exc))
-    if isinstance(exc, InvalidArgument):
+    # every error about one request field (a job id NOT_FOUND, a job not yet SUCCEEDED) names it
+    # the way INVALID_ARGUMENT does, so clients read the field from one place
+    violations = exc.violations if isinstance(exc, InvalidArgument) else [(exc.field, exc.message)] \
+        if getattr(exc, "field", None) else []
+    if violations:
         bad = error_details_pb2.BadRequest(
             field_violations=[
                 error_details_pb2.BadRequest.FieldViolation(field=f, description=d)
-                for f, d in exc.violations
+                for f, d in violations
             ]
         )
         packed = any_pb2.Any()
