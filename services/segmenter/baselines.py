@@ -9,6 +9,10 @@ by a validation curve on validation seeds (`tests/benchmarks/bench_segmenter.py`
 `claim3_unet_validation`), not on the seeds the tests assert. (Until issue 26 the U-Net learned 3
 classes from one volume per step for the GINE's 120-150 steps, which left it at 0.000 lesion Dice
 at radius 1.5, and one learning-rate change moved one seed from 0.00 to 0.57: it was under-trained.)
+
+*Device:* `train_unet(..., device=)` places the model and every batch there; `predict_unet` runs on
+the model's device. On CUDA the convolutions run under bf16 autocast (nnU-Net itself trains in
+mixed precision; the loss is computed in float32); on the CPU everything is float32.
 """
 
 from __future__ import annotations
@@ -51,6 +55,10 @@ class UNet3D(nn.Module):
         return self.head(d1)
 
 
+def _autocast(device: torch.device):
+    return torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
+
+
 def _normalize(image):
     image = np.asarray(image, np.float32)
     return (image - image.mean()) / max(float(image.std()), 1e-6)
@@ -67,18 +75,19 @@ def train_unet(
     batch: int | None = 1,
     on_eval: Callable[[int, UNet3D], None] | None = None,
     eval_every: int = 0,
+    device="cpu",
 ) -> UNet3D:
     """`structure`: binary labels (labels == structure, `classes` must be 2); `batch`: volumes per
     step (None: all of them; 1 cycles through the volumes); `on_eval(step, model)` every
-    `eval_every` steps (the model in eval mode; training resumes after)."""
+    `eval_every` steps (the model in eval mode; training resumes after); `device`: where the model
+    and the volumes live."""
     torch.manual_seed(seed)
-    model = UNet3D(classes, base)
+    device = torch.device(device)
+    model = UNet3D(classes, base).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
-    xs = [torch.from_numpy(_normalize(i))[None, None] for i, _ in volumes]
-    ys = [
-        torch.from_numpy(np.asarray(lab if structure is None else lab == structure, np.int64))[None]
-        for _, lab in volumes
-    ]
+    xs = [torch.from_numpy(_normalize(i))[None, None].to(device) for i, _ in volumes]
+    targets = [lab if structure is None else lab == structure for _, lab in volumes]
+    ys = [torch.from_numpy(np.asarray(t, np.int64))[None].to(device) for t in targets]
     n = len(xs) if batch is None else min(batch, len(xs))
     same_shape = len({tuple(x.shape) for x in xs}) == 1
     for step in range(steps):
@@ -87,7 +96,9 @@ def train_unet(
         # one batch when the volumes share a shape, else accumulated gradients (same loss)
         groups = [ks] if same_shape else [[k] for k in ks]
         for g in groups:
-            loss = _loss(model(torch.cat([xs[k] for k in g])), torch.cat([ys[k] for k in g]), classes)
+            with _autocast(device):
+                logits = model(torch.cat([xs[k] for k in g]))
+            loss = _loss(logits.float(), torch.cat([ys[k] for k in g]), classes)
             (loss * len(g) / n).backward()
         opt.step()
         if on_eval and eval_every and (step + 1) % eval_every == 0:
@@ -107,8 +118,12 @@ def _loss(logits, y, classes):
 
 @torch.no_grad()
 def predict_unet(model: UNet3D, image) -> np.ndarray:
+    """Labels of one volume, computed on the model's device."""
+    device = model.head.weight.device
     shape = np.asarray(image).shape
     pad = [(0, (-s) % 4) for s in shape]
     x = np.pad(_normalize(image), pad, mode="edge")
-    out = model(torch.from_numpy(x)[None, None]).argmax(1)[0].numpy()
+    with _autocast(device):
+        logits = model(torch.from_numpy(x)[None, None].to(device))
+    out = logits.argmax(1)[0].cpu().numpy()
     return out[tuple(slice(0, s) for s in shape)]

@@ -1,6 +1,7 @@
 """The saved model formats: trained SEMIR segmenters and WNE denoisers as safetensors (tensors +
 JSON metadata; nothing is unpickled), the inference both the jobs and the sync RPCs run with them,
-and the per-structure statistics of a segmentation."""
+and the per-structure statistics of a segmentation. `from_bytes(..., device)` loads the models onto
+the device the job context (or the sync RPC's `paperworks.shared.devices.device()`) names."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ class Segmenter:
 
     def to_bytes(self) -> bytes:
         tensors = {
-            f"s{k}.{n}": t.detach().contiguous()
+            f"s{k}.{n}": t.detach().cpu().contiguous()
             for k, m in self.models.items()
             for n, t in m.state_dict().items()
         }
@@ -38,14 +39,14 @@ class Segmenter:
         return save(tensors, metadata={"semir": json.dumps(meta)})
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> Segmenter:
+    def from_bytes(cls, data: bytes, device="cpu") -> Segmenter:
         tensors = load(data)
         meta = json.loads(_metadata(data)["semir"])
         models = {}
         for key in meta["structures"]:
             m = gnn.NodeClassifier(meta["hidden"], meta["layers"])
             m.load_state_dict({n.split(".", 1)[1]: t for n, t in tensors.items() if n.startswith(f"s{key}.")})
-            models[int(key)] = m.eval()
+            models[int(key)] = m.to(device).eval()
         return cls(MinorParams(**meta["params"]), {int(k): v for k, v in meta["structures"].items()}, models)
 
     def segment(self, image: np.ndarray, spacing=None, threshold: float = 0.5) -> tuple[np.ndarray, Minor]:
@@ -90,16 +91,16 @@ class Denoiser:
     sigma: float
 
     def to_bytes(self) -> bytes:
-        tensors = {k: v.detach().contiguous() for k, v in self.model.state_dict().items()}
+        tensors = {k: v.detach().cpu().contiguous() for k, v in self.model.state_dict().items()}
         meta = {"backbone": self.backbone, "wrapper": self.model.wrapper, "sigma": self.sigma}
         return save(tensors, metadata={"wne": json.dumps(meta)})
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> Denoiser:
+    def from_bytes(cls, data: bytes, device="cpu") -> Denoiser:
         meta = json.loads(_metadata(data)["wne"])
         model = wne.Wrapped(wne.BACKBONES[meta["backbone"]](), meta["wrapper"])
         model.load_state_dict(load(data))
-        return cls(model.eval(), meta["backbone"], float(meta["sigma"]))
+        return cls(model.to(device).eval(), meta["backbone"], float(meta["sigma"]))
 
     def denoise(self, image: np.ndarray) -> np.ndarray:
         with torch.no_grad():

@@ -1,7 +1,9 @@
 """The segmenter's inputs: volumes in and out, synthetic phantoms, and where a job's volumes come
-from (an nnU-Net folder, generated phantoms, NIfTI paths, another job's artifacts). Every server
-path a request names goes through `paperworks.shared.inputs.server_path`:
-`PAPERWORKS_SEGMENTER_DATA_ROOT`, when set, is the only folder it may point into.
+from (an nnU-Net folder, generated phantoms, NIfTI files, another job's artifacts). Every file or
+folder a request names is an InputRef resolved by `paperworks.shared.inputs.resolve_input`: the
+tenant's upload (a folder arrives as a .tar/.tar.gz/.zip and is unpacked after its members are
+checked), a finished job's artifact, an s3:// object, or a server path under the data root
+(`PAPERWORKS_SEGMENTER_DATA_ROOT`, else `PAPERWORKS_DATA_ROOT`).
 
 **Volumes in and out**: NIfTI bytes/files (nibabel), an nnU-Net-style dataset folder, checks. A
 NIfTI volume is read into (array float32, spacing, affine). Every inconsistency raises
@@ -19,6 +21,9 @@ noise. Labels: 0 background/body, 1 organ, 2 lesion (lesions sit inside organs).
 [0, 1]-ish units: air 0, body 0.3, organs 0.55 / 0.75, lesions `lesion_contrast` above their
 organ. The blur (Gaussian, sigma `blur` voxels) is applied before the noise, as partial-volume
 averaging happens in the scanner and the noise after it.
+
+**Example inputs** for the README's commands, written with no network:
+`python -m paperworks.services.segmenter.data ./seg-example` (see `main`).
 """
 
 from __future__ import annotations
@@ -33,11 +38,12 @@ import nibabel as nib
 import numpy as np
 from paperworks.services.segmenter.spec import DatasetParams
 from paperworks.shared.errors import FailedPrecondition, InvalidArgument
-from paperworks.shared.inputs import server_path
+from paperworks.shared.inputs import InputRefParams, InputScope, resolve_input
+from paperworks.shared.job_refs import finished_job
 from scipy import ndimage
 
 if TYPE_CHECKING:
-    from paperworks.shared.tasks.context import JobContext
+    from paperworks.shared.db.jobs import JobStore
 
 MANIFEST = "denoise_manifest.json"
 
@@ -307,8 +313,10 @@ def noisy_images(size: int, count: int, sigma: float, seed: int) -> tuple[np.nda
 
 
 def load_cases(
-    params: DatasetParams, field: str = "dataset"
+    params: DatasetParams, scope: InputScope, field: str = "dataset"
 ) -> tuple[list[tuple[Volume, Volume | None]], dict]:
+    """[(image, labels | None)] and {label value: name} of a dataset: phantoms, or the nnU-Net
+    folder its `source` names (`scope`: the job's context, whose tenant's inputs it may read)."""
     if params.synthetic is not None:
         s = params.synthetic
         cfg = PhantomConfig(
@@ -325,30 +333,111 @@ def load_cases(
             sp, aff = (1.0, 1.0, 1.0), np.eye(4)
             cases.append((Volume(f"case_{k:03d}", image, sp, aff), Volume(f"case_{k:03d}", labels, sp, aff)))
         return cases, dict(STRUCTURES)
-    path = server_path(params.path, "segmenter", f"{field}.path")
-    return load_dataset(path, f"{field}.path", limit=params.limit)
+    # `path` is the shorthand the user typed: refusals name it; else they name the source
+    where = field if params.path else f"{field}.source"
+    folder = resolve_input(params.source, scope, "segmenter", where, unpack=True)
+    named = f"{where}.path" if params.source.path else where
+    return load_dataset(dataset_root(folder, named), named, limit=params.limit)
 
 
-def load_images(paths: list[str], field: str = "images") -> list[Volume]:
+def dataset_root(folder: Path, field: str) -> Path:
+    """The nnU-Net folder: `folder` itself, or the one folder an archive of it wraps
+    (`tar czf ds.tar.gz Dataset001/` holds `Dataset001/dataset.json`)."""
+    if not folder.is_dir():
+        raise InvalidArgument(field, "an nnU-Net dataset folder is required, not a file: upload the "
+                              "folder (sent as .tar.gz) or a .tar/.tar.gz/.zip of it")
+    inner = [p for p in folder.iterdir() if not p.name.startswith(".")]
+    if not (folder / "dataset.json").exists() and len(inner) == 1 and inner[0].is_dir():
+        return inner[0]
+    return folder
+
+
+def _case_name(path: Path) -> str:
+    return path.name.removesuffix(".gz").removesuffix(".nii").removesuffix("_0000")
+
+
+def load_images(refs: list[InputRefParams], scope: InputScope, field: str = "images") -> list[Volume]:
+    """One volume per reference (each a NIfTI file); refusals name `images[k]`."""
     out = []
-    for k, path in enumerate(paths):
-        p = server_path(path, "segmenter", f"{field}[{k}]")
-        v = as_image(read_file(p, f"{field}[{k}]"), f"{field}[{k}]")
-        v.name = p.name.removesuffix(".gz").removesuffix(".nii").removesuffix("_0000")
+    for k, ref in enumerate(refs):
+        where = f"{field}[{k}]"
+        p = resolve_input(ref, scope, "segmenter", where)
+        v = as_image(read_file(p, where), where)
+        v.name = _case_name(p)
         out.append(v)
     return out
 
 
-def denoised_volumes(ctx: JobContext, job_id: str, field: str) -> list[Volume]:
-    """The outputs of this tenant's denoise job: SUCCEEDED, or still RUNNING once its manifest
-    (written after every volume) is attached, which is when it submits its chained segment job."""
-    job = ctx.finished_job("segmenter", job_id, field, kind="denoise", states=("SUCCEEDED", "RUNNING"))
-    found = {a.name: a.sha256 for a in ctx.store.artifacts(job_id)}
+def load_volumes(ref: InputRefParams, scope: InputScope, field: str = "image") -> list[Volume]:
+    """The volume a NIfTI file holds, or one per .nii/.nii.gz file of a folder sent as an archive
+    (sorted by path; cases named after their files)."""
+    p = resolve_input(ref, scope, "segmenter", field, unpack=True)
+    if not p.is_dir():
+        v = as_image(read_file(p, field), field)
+        v.name = _case_name(p)
+        return [v]
+    files = sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith((".nii", ".nii.gz")))
+    if not files:
+        raise InvalidArgument(field, "the folder holds no .nii or .nii.gz file")
+    names = [_case_name(f) for f in files]
+    if len(set(names)) != len(names):
+        raise InvalidArgument(field, "two files give one case name (their names without _0000.nii.gz)")
+    out = []
+    for f, name in zip(files, names, strict=True):
+        where = f"{field}: {f.relative_to(p).as_posix()}"
+        v = as_image(read_file(f, where), where)
+        v.name = name
+        out.append(v)
+    return out
+
+
+def denoise_outputs(store: JobStore, tenant: str, job_id: str, field: str) -> dict[str, str]:
+    """{artifact name: sha256} of this tenant's denoise job: SUCCEEDED, or still RUNNING once its
+    manifest (written after every volume) is attached, which is when it submits its chained
+    segment job. Checked at submit and again by the segment job."""
+    job = finished_job(store, tenant, "segmenter", job_id, field, kind="denoise",
+                       states=("SUCCEEDED", "RUNNING"))
+    found = {a.name: a.sha256 for a in store.artifacts(job_id)}
     if MANIFEST not in found:
         raise FailedPrecondition(f"job {job_id} is {job.state} and has not stored its outputs", field)
-    names = json.loads(ctx.artifacts.path(found[MANIFEST]).read_bytes())["volumes"]
+    return found
+
+
+def denoised_volumes(scope: InputScope, job_id: str, field: str) -> list[Volume]:
+    """The volumes a denoise job wrote (`denoise_outputs`), in its manifest's order."""
+    found = denoise_outputs(scope.store, scope.tenant, job_id, field)
+    names = json.loads(scope.artifacts.path(found[MANIFEST]).read_bytes())["volumes"]
     out = []
     for name in names:
-        raw = ctx.artifacts.path(found[f"{name}_denoised.nii.gz"]).read_bytes()
+        raw = scope.artifacts.path(found[f"{name}_denoised.nii.gz"]).read_bytes()
         out.append(as_image(read_nifti(raw, field, name), field))
     return out
+
+
+# ---------------------------------------------------------------- example inputs
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Writes small example inputs for the README's commands: `dataset/` (an nnU-Net folder of
+    labelled phantoms), `ct.nii.gz` (one more phantom to segment) and `ct.npy` (the same volume as
+    an array, for the sync RPCs' tensor input)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m paperworks.services.segmenter.data",
+                                     description=main.__doc__)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--cases", type=int, default=4, help="labelled volumes (default 4)")
+    parser.add_argument("--size", type=int, default=24, help="edge length in voxels (default 24)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    cfg = PhantomConfig(size=args.size, lesions=2, lesion_radius=2.0)
+    seeds = [args.seed * 1000 + k for k in range(args.cases + 1)]
+    *cases, (image, _) = cohort(cfg, seeds)
+    write_dataset(args.out / "dataset", cases, STRUCTURES)
+    (args.out / "ct.nii.gz").write_bytes(write_nifti(image, (1.0, 1.0, 1.0)))
+    np.save(args.out / "ct.npy", image)
+    print(f"wrote {args.out}/dataset ({args.cases} cases), {args.out}/ct.nii.gz, {args.out}/ct.npy")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,9 +1,11 @@
-"""`make demo` for segmenter: fit the SEMIR minor on five synthetic phantoms, train the supernode
-classifiers, train a WNE denoiser, then Denoise -> Segment as a chained job (no client in the
-loop) and one inline Segment call."""
+"""`make demo` for segmenter: upload five labelled phantoms as an nnU-Net folder (the client's own
+files, not a server path), fit the SEMIR minor on them, train the supernode classifiers, train a
+WNE denoiser, then Denoise -> Segment as a chained job (no client in the loop) and one inline
+Segment call."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from google.protobuf.json_format import MessageToDict
@@ -11,8 +13,6 @@ from paperworks.segmenter.v1 import segmenter_pb2
 from paperworks.services.segmenter import data
 from paperworks.shared.devstack.demo import console, follow
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
-
-DATA = {"synthetic": {"seed": 3, "count": 5, "size": 32}}
 
 
 def _done(client, job, title):
@@ -22,10 +22,21 @@ def _done(client, job, title):
     return final
 
 
+def _upload_dataset(client) -> dict:
+    """Five 32^3 phantoms written as an nnU-Net folder here and uploaded (as a .tar.gz)."""
+    with tempfile.TemporaryDirectory(prefix="segmenter-demo-") as tmp:
+        cases = data.cohort(data.PhantomConfig(), range(300, 305))
+        folder = data.write_dataset(Path(tmp) / "Dataset001", cases, data.STRUCTURES)
+        reply = client.upload(folder, "segmenter")
+    console.print(f"uploaded {reply.artifact.name} ({reply.artifact.size_bytes} bytes)")
+    return {"source": {"upload": reply.artifact.sha256}}
+
+
 def run(client, out: Path) -> None:
+    dataset = _upload_dataset(client)
     fit = _done(
         client,
-        client.submit("segmenter", "fit_minor_params", dataset=DATA, trials=30),
+        client.submit("segmenter", "fit_minor_params", dataset=dataset, trials=30),
         "segmenter.fit_minor_params",
     )
     r = fit.result
@@ -35,13 +46,13 @@ def run(client, out: Path) -> None:
     )
     train = _done(
         client,
-        client.submit("segmenter", "train_segmenter", minor_job_id=fit.id, dataset=DATA, steps=150),
+        client.submit("segmenter", "train_segmenter", minor_job_id=fit.id, dataset=dataset, steps=150),
         "segmenter.train_segmenter",
     )
     console.print(f"GINE classifiers, train Dice {MessageToDict(train.result['train_dice'])}")
     den = _done(
         client,
-        client.submit("segmenter", "train_denoiser", dataset=DATA, steps=150),
+        client.submit("segmenter", "train_denoiser", dataset=dataset, steps=150),
         "segmenter.train_denoiser",
     )
     d = den.result

@@ -7,8 +7,9 @@ is validated like any other value.
 
 from typing import Annotated, Literal
 
+from paperworks.shared.inputs import InputRefParams, path_shorthand
 from paperworks.shared.registry import JobKind, ServiceSpec
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema, model_validator
 
 
 class SyntheticParams(BaseModel):
@@ -23,19 +24,46 @@ class SyntheticParams(BaseModel):
 
 
 class DatasetParams(BaseModel):
-    path: str = ""
+    """An nnU-Net folder (`source`: an upload of it as an archive, a job's artifact, an s3://
+    object or a server path; `path` is short for `source.path`) or generated phantoms."""
+
+    path: str = Field(default="", max_length=4096)
+    source: InputRefParams | None = None
     synthetic: SyntheticParams | None = None
     limit: int = Field(default=0, ge=0, le=10_000)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _path_is_source_path(cls, data):
+        return path_shorthand(data)
+
     @model_validator(mode="after")
     def one_source(self):
-        if bool(self.path) == (self.synthetic is not None):
-            raise ValueError("set exactly one of dataset.path and dataset.synthetic")
+        if (self.source is not None) == (self.synthetic is not None):
+            raise ValueError("set exactly one of dataset.source (or dataset.path) and dataset.synthetic")
         return self
 
 
 JobId = Annotated[str, Field(min_length=1, max_length=128)]
 OptionalJobId = Annotated[str, Field(default="", max_length=128)]
+
+
+def _paths_are_inputs(value):
+    """`images` as server paths (the proto's strings) or InputRefs: a string is short for a path."""
+    if isinstance(value, list):
+        return [{"path": v} if isinstance(v, str) else v for v in value]
+    return value
+
+
+# A segment or denoise job's `images`: server paths, as the proto and `paperworks describe` have them;
+# each becomes a path InputRef, so the runtime checks it at submit like any other input
+Images = Annotated[
+    list[InputRefParams],
+    BeforeValidator(_paths_are_inputs),
+    Field(max_length=1000),
+    WithJsonSchema({"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 4096},
+                    "maxItems": 1000}),
+]
 
 
 class FitMinorParamsParams(BaseModel):
@@ -50,6 +78,9 @@ class TrainSegmenterParams(BaseModel):
     minor_job_id: JobId
     dataset: DatasetParams
     structures: list[Annotated[int, Field(ge=1, le=255)]] = Field(default_factory=list, max_length=32)
+    structure_names: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(
+        default_factory=list, max_length=32
+    )
     steps: int = Field(default=200, ge=1, le=100_000)
     hidden: int = Field(default=32, ge=4, le=512)
     layers: int = Field(default=3, ge=1, le=12)
@@ -60,17 +91,16 @@ class TrainSegmenterParams(BaseModel):
 class SegmentParams(BaseModel):
     model_job_id: JobId
     dataset: DatasetParams | None = None
-    images: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(
-        default_factory=list, max_length=1000
-    )
+    image: InputRefParams | None = None
+    images: Images = []
     source_job_id: OptionalJobId = ""
     threshold: float = Field(default=0.5, gt=0.0, lt=1.0)
 
     @model_validator(mode="after")
     def one_input(self):
-        given = [self.dataset is not None, bool(self.images), bool(self.source_job_id)]
-        if sum(given) != 1:
-            raise ValueError("set exactly one of dataset, images and source_job_id")
+        given = [self.dataset, self.image, self.images, self.source_job_id]
+        if sum(bool(g) for g in given) != 1:
+            raise ValueError("set exactly one of dataset, image, images and source_job_id")
         return self
 
 
@@ -93,26 +123,29 @@ class ThenSegment(BaseModel):
 class DenoiseParams(BaseModel):
     model_job_id: JobId
     dataset: DatasetParams | None = None
-    images: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(
-        default_factory=list, max_length=1000
-    )
+    image: InputRefParams | None = None
+    images: Images = []
     then_segment: ThenSegment | None = None
 
     @model_validator(mode="after")
     def one_input(self):
-        if (self.dataset is not None) == bool(self.images):
-            raise ValueError("set exactly one of dataset and images")
+        if sum([self.dataset is not None, self.image is not None, bool(self.images)]) != 1:
+            raise ValueError("set exactly one of dataset, image and images")
         return self
 
 
-def _kind(name, params, rpc, description):
+def _kind(name, params, rpc, description, result):
     return JobKind(
         name=name,
         params=params,
         handler=f"paperworks.services.segmenter.tasks:run_{name}",
         submit_rpc=rpc,
         description=description,
+        result=result,
     )
+
+
+DICE = "overlap with the labels, 2|A∩B| / (|A| + |B|) (0..1, higher is better)"
 
 
 SPEC = ServiceSpec(
@@ -129,30 +162,72 @@ SPEC = ServiceSpec(
             FitMinorParamsParams,
             "SubmitFitMinorParams",
             "few-shot volumes + labels -> the six minor parameters (boundary Dice)",
+            {
+                "params": "the six minor parameters: psi, alpha (intensity units), size_min, size_max "
+                "(voxels), intensity_min, intensity_max (intensity units)",
+                "boundary_dice": "Dice of the minor's boundaries with the label boundaries, 1-voxel "
+                "tolerance (0..1), for the fitted parameters",
+                "hand_set_boundary_dice": "the same for the old hand-set vector (0..1)",
+                "manual_boundary_dice": "the same for the paper-style manual vector (0..1)",
+                "supernodes_mean": "supernodes per volume with the fitted parameters (mean count)",
+                "oracle_dice": "per structure: " + DICE + ", of the best labelling of the supernodes",
+                "optimizer": "the surrogate optimizer used",
+                "trials": "parameter vectors tried (count)",
+                "volumes": "labelled volumes used (count)",
+                "structures": "label value -> name, from the dataset",
+            },
         ),
         "train_segmenter": _kind(
             "train_segmenter",
             TrainSegmenterParams,
             "SubmitTrainSegmenter",
             "minor parameters + volumes -> one GINE node classifier per structure",
+            {
+                "structures": "label value -> name of each structure learned",
+                "train_dice": "per structure: " + DICE + ", on the training volumes",
+                "volumes": "training volumes (count)",
+                "supernodes_mean": "supernodes per training volume (mean count)",
+                "minor_params": "the minor parameters used (from minor_job_id)",
+            },
         ),
         "segment": _kind(
             "segment",
             SegmentParams,
             "SubmitSegment",
             "volumes -> label volumes (NIfTI) + per-structure statistics",
+            {
+                "volumes": "volumes segmented (count)",
+                "cases": "their case names (artifacts <case>_seg.nii.gz)",
+                "structures": "per case, per structure: voxels labelled (count; mm³ and components "
+                "in statistics.json)",
+                "dice_mean": "per structure, when the dataset has labels: " + DICE + ", mean over cases",
+            },
         ),
         "train_denoiser": _kind(
             "train_denoiser",
             TrainDenoiserParams,
             "SubmitTrainDenoiser",
             "images -> WNE-wrapped denoiser, PSNR and NE defect",
+            {
+                "psnr_noisy": "PSNR of the noisy held-out slices (dB, peak = their intensity range)",
+                "psnr_denoised": "PSNR of the denoised held-out slices (dB)",
+                "ne_defect": "||f(ay+b) - (a f(y)+b)|| / ||a f(y)+b||, mean of two (a, b) "
+                "(relative; 0 is exact equivariance)",
+                "backbone": "the backbone", "wrapper": "the wrapper",
+                "noise_sigma": "training noise sigma (intensity units)",
+                "train_slices": "training slices (count)", "test_slices": "held-out slices (count)",
+            },
         ),
         "denoise": _kind(
             "denoise",
             DenoiseParams,
             "SubmitDenoise",
             "volumes -> denoised volumes (NIfTI); optionally chains a segment job",
+            {
+                "volumes": "volumes denoised (count)",
+                "cases": "their case names (artifacts <case>_denoised.nii.gz)",
+                "segment_job_id": "the segment job submitted on them (with then_segment)",
+            },
         ),
     },
 )

@@ -1,5 +1,6 @@
-"""The segmenter jobs: thin handlers that load volumes (`data`), call the methods (`semir`, `wne`),
-store artifacts and models (`checkpoint`)."""
+"""The segmenter jobs: thin handlers that load volumes (`data`), call the methods (`semir`, `wne`)
+on the job's device (`ctx.device`: the GINE, the denoiser and their inputs; the minor itself is
+built on the CPU), store artifacts and models (`checkpoint`)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ NIFTI = "application/gzip"
 OCTET = "application/octet-stream"
 
 
-def _labelled(params, field="dataset", limit=0):
-    cases, names = data.load_cases(params, field)
+def _labelled(params, ctx, field="dataset", limit=0):
+    cases, names = data.load_cases(params, ctx, field)
     cases = [(i, lab) for i, lab in cases if lab is not None][: limit or None]
     if not cases:
         raise InvalidArgument(field, "no case has a label volume")
@@ -41,7 +42,7 @@ def _minor_params(ctx, job_id: str) -> minor.MinorParams:
 
 def run_fit_minor_params(params: FitMinorParamsParams, ctx: JobContext) -> dict:
     ctx.progress(0, params.trials, stage="loading", message="reading the few-shot volumes")
-    cases, names = _labelled(params.dataset, limit=params.max_volumes)
+    cases, names = _labelled(params.dataset, ctx, limit=params.max_volumes)
     pairs = [(i.data, lab.data) for i, lab in cases]
     spacings = [i.spacing for i, _ in cases]
 
@@ -76,13 +77,27 @@ def run_fit_minor_params(params: FitMinorParamsParams, ctx: JobContext) -> dict:
     return summary
 
 
-def run_train_segmenter(params: TrainSegmenterParams, ctx: JobContext) -> dict:
-    mp = _minor_params(ctx, params.minor_job_id)
-    cases, names = _labelled(params.dataset)
-    structures = params.structures or sorted(names)
-    for k, s in enumerate(structures):
+def _structures(params: TrainSegmenterParams, names: dict[int, str]) -> list[int]:
+    """The label values to learn, ascending: `structures` and `structure_names` (dataset.json's
+    names); neither given: every label of the dataset."""
+    by_name = {name: value for value, name in names.items()}
+    chosen = []
+    for k, s in enumerate(params.structures):
         if s not in names:
             raise InvalidArgument(f"structures[{k}]", f"the dataset has no label {s} (has {sorted(names)})")
+        chosen.append(s)
+    for k, name in enumerate(params.structure_names):
+        if name not in by_name:
+            raise InvalidArgument(f"structure_names[{k}]", f"the dataset has no label {name!r} "
+                                  f"(has {', '.join(sorted(by_name))})")
+        chosen.append(by_name[name])
+    return sorted(set(chosen)) or sorted(names)
+
+
+def run_train_segmenter(params: TrainSegmenterParams, ctx: JobContext) -> dict:
+    mp = _minor_params(ctx, params.minor_job_id)
+    cases, names = _labelled(params.dataset, ctx)
+    structures = _structures(params, names)
     minors = [minor.build_minor(i.data, mp, i.spacing) for i, _ in cases]
     total = params.steps * len(structures)
     models, train_dice = {}, {}
@@ -103,6 +118,7 @@ def run_train_segmenter(params: TrainSegmenterParams, ctx: JobContext) -> dict:
             params.learning_rate,
             params.seed,
             on_step,
+            device=ctx.device,
         )
         train_dice[names[s]] = float(
             np.mean(
@@ -128,15 +144,22 @@ def _segmenter(ctx, job_id: str) -> Segmenter:
     raw, _ = ctx.job_artifact(
         "segmenter", job_id, "segmenter.safetensors", "model_job_id", kind="train_segmenter"
     )
-    return Segmenter.from_bytes(raw)
+    return Segmenter.from_bytes(raw, ctx.device)
+
+
+def _volumes(params: SegmentParams | DenoiseParams, ctx: JobContext) -> list:
+    """[(image, labels | None)] from the job's one input: a dataset, `image` or `images`."""
+    if params.dataset is not None:
+        return data.load_cases(params.dataset, ctx)[0]
+    if params.image is not None:
+        return [(v, None) for v in data.load_volumes(params.image, ctx)]
+    return [(v, None) for v in data.load_images(params.images, ctx)]
 
 
 def run_segment(params: SegmentParams, ctx: JobContext) -> dict:
     seg = _segmenter(ctx, params.model_job_id)
-    if params.dataset is not None:
-        inputs, _ = data.load_cases(params.dataset)
-    elif params.images:
-        inputs = [(v, None) for v in data.load_images(params.images)]
+    if not params.source_job_id:
+        inputs = _volumes(params, ctx)
     else:
         inputs = [(v, None) for v in data.denoised_volumes(ctx, params.source_job_id, "source_job_id")]
     report = []
@@ -185,7 +208,7 @@ def _slices(cases, per_volume: int = 8) -> np.ndarray:
 
 
 def run_train_denoiser(params: TrainDenoiserParams, ctx: JobContext) -> dict:
-    cases, _ = data.load_cases(params.dataset)
+    cases, _ = data.load_cases(params.dataset, ctx)
     if len(cases) < 2:
         raise InvalidArgument("dataset", "needs at least 2 volumes (one is held out for evaluation)")
     held = max(1, len(cases) // 5)
@@ -205,12 +228,13 @@ def run_train_denoiser(params: TrainDenoiserParams, ctx: JobContext) -> dict:
         params.learning_rate,
         params.seed,
         on_step=on_step,
+        device=ctx.device,
     )
     rng = np.random.default_rng(params.seed + 1)
     noisy = test + rng.normal(0, params.noise_sigma, test.shape).astype(np.float32)
     peak = float(test.max() - test.min()) or 1.0
     den = np.stack([wne.denoise_volume(model, n) for n in noisy])
-    y = torch.from_numpy(noisy[:8, None])
+    y = torch.from_numpy(noisy[:8, None]).to(ctx.device)
     defect = float(np.mean([wne.ne_defect(model, y, a, b) for a, b in ((2.0, 0.3), (0.5, -0.2))]))
     stored = ctx.put_artifact(
         "denoiser.safetensors", Denoiser(model, params.backbone, params.noise_sigma).to_bytes(), OCTET
@@ -235,15 +259,12 @@ def run_denoise(params: DenoiseParams, ctx: JobContext) -> dict:
     raw, _ = ctx.job_artifact(
         "segmenter", params.model_job_id, "denoiser.safetensors", "model_job_id", kind="train_denoiser"
     )
-    den = Denoiser.from_bytes(raw)
+    den = Denoiser.from_bytes(raw, ctx.device)
     if params.then_segment is not None:  # fail before the work if the chained model is unusable
         ctx.finished_job(
             "segmenter", params.then_segment.model_job_id, "then_segment.model_job_id", kind="train_segmenter"
         )
-    if params.dataset is not None:
-        inputs = [i for i, _ in data.load_cases(params.dataset)[0]]
-    else:
-        inputs = data.load_images(params.images)
+    inputs = [image for image, _ in _volumes(params, ctx)]
     names = []
     for k, image in enumerate(inputs):
         out = den.denoise(image.data)

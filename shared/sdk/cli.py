@@ -7,6 +7,7 @@ verbs need the server extra (`pip install 'paperworks[server]'`) and say so when
 """
 from __future__ import annotations
 
+import base64
 import json
 import sys
 import time
@@ -14,7 +15,6 @@ from pathlib import Path
 
 import grpc
 import typer
-from google.protobuf import json_format
 from paperworks.shared.errors import PaperworksError
 from paperworks.shared.sdk.states import PROTO_TO_STATE, state_name
 from paperworks.v1 import jobs_pb2
@@ -83,9 +83,9 @@ def _state(job: jobs_pb2.Job) -> str:
 
 
 def _dict(message) -> dict:
-    from paperworks.shared.sdk.values import integral
+    from paperworks.shared.sdk.values import message_json
 
-    return integral(json_format.MessageToDict(message, preserving_proto_field_name=True))
+    return message_json(message)
 
 
 def _job_json(job: jobs_pb2.Job) -> str:
@@ -303,11 +303,12 @@ def call(
     service: str,
     rpc: str,
     set_: list[str] = typer.Option([], "--set", help="A request field, key=value (as for submit)."),
-    out: Path | None = typer.Option(None, help="Write the reply's tensors here as .npy files."),
+    out: Path | None = typer.Option(None, help="Write the reply's tensors (.npy) and binary fields "
+                                    "(volumes, images) here as files."),
 ):
     """Call a sync RPC: paperworks call urban Embed --set ... (its fields: paperworks describe SERVICE RPC)"""
     from paperworks.shared.sdk import discovery
-    from paperworks.shared.sdk.values import write_npy
+    from paperworks.shared.sdk.values import bytes_fields, write_npy
 
     method = _run(lambda: discovery.rpc_method(service, rpc))
     params = _sets(method.input_type, set_)
@@ -316,12 +317,17 @@ def call(
     data = [_dict(r) for r in replies]
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        for i, item in enumerate(data):
+        for i, (message, item) in enumerate(zip(replies, data, strict=True)):
+            nth = "" if len(data) == 1 else f".{i}"
             for path, tensor in _tensors(item, ""):
-                target = out / f"{path or 'tensor'}{'' if len(data) == 1 else f'.{i}'}.npy"
+                target = out / f"{path or 'tensor'}{nth}.npy"
                 target.write_bytes(write_npy(tensor))
                 tensor.clear()
                 tensor["written_to"] = str(target)
+            for path, suffix, holder, key in list(bytes_fields(message.DESCRIPTOR, item)):
+                target = out / f"{path}{nth}{suffix}"
+                target.write_bytes(base64.b64decode(holder[key]))
+                holder[key] = {"written_to": str(target)}
     console.print_json(json.dumps(data[0] if len(data) == 1 else data))
 
 

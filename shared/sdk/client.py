@@ -9,6 +9,7 @@ Light: the generated stubs, grpcio and protobuf only, so a product team can add 
 from __future__ import annotations
 
 import contextlib
+import gzip
 import hashlib
 import tarfile
 import tempfile
@@ -283,11 +284,21 @@ def upload_source(path: Path):
         return
     with tempfile.TemporaryDirectory(prefix="paperworks-upload-") as tmp:
         archive = Path(tmp) / f"{path.name}.tar.gz"
-        with tarfile.open(archive, "w:gz") as tar:
+        # the same folder packs to the same bytes (no times, owners or gzip date), so uploading it
+        # again names the same content-addressed upload instead of storing a second copy
+        with open(archive, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, \
+                tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
             for item in sorted(path.rglob("*")):
                 if item.is_file() and not item.is_symlink():
-                    tar.add(item, arcname=item.relative_to(path).as_posix(), recursive=False)
+                    tar.add(item, arcname=item.relative_to(path).as_posix(), recursive=False,
+                            filter=_reproducible)
         yield archive, archive.name
+
+
+def _reproducible(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+    info.mode = 0o644
+    return info
 
 
 def _upload_messages(source: Path, name: str, media_type: str, progress):

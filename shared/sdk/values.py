@@ -90,7 +90,15 @@ def field_value(field: FieldDescriptor, raw: str) -> Any:
     """One `--set` value for `field`, in the JSON form json_format.ParseDict takes."""
     name = field.name
     if field.type == FieldDescriptor.TYPE_STRING and not field.is_repeated:
-        return _file(raw[1:], name).decode() if raw.startswith("@") else raw
+        if not raw.startswith("@"):
+            return raw
+        try:
+            return _file(raw[1:], name).decode()
+        except UnicodeDecodeError:
+            raise InvalidArgument(name, f"{raw[1:]} is not UTF-8 text") from None
+    if field.type == FieldDescriptor.TYPE_BYTES and not field.is_repeated:  # JSON form: base64
+        data = _file(raw[1:], name) if raw.startswith("@") else raw.encode()
+        return base64.b64encode(data).decode()
     if field.message_type is not None and field.message_type.full_name == TENSOR:
         try:
             if raw.startswith("@"):
@@ -100,7 +108,10 @@ def field_value(field: FieldDescriptor, raw: str) -> Any:
         except (ValueError, KeyError, struct.error) as exc:
             raise InvalidArgument(name, f"not a tensor (.npy, nested lists or Tensor JSON): {exc}") from None
     if raw.startswith("@"):
-        raw = _file(raw[1:], name).decode()
+        try:
+            raw = _file(raw[1:], name).decode()
+        except UnicodeDecodeError:
+            raise InvalidArgument(name, f"{raw[1:]} is not UTF-8 JSON") from None
     try:
         return json.loads(raw)
     except ValueError:
@@ -148,6 +159,64 @@ def merge_params(base: dict, extra: dict) -> dict:
         else:
             merged[key] = value
     return merged
+
+
+INT64 = {FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_SINT64,
+         FieldDescriptor.TYPE_FIXED64, FieldDescriptor.TYPE_SFIXED64}
+
+
+def message_json(message) -> dict:
+    """A message as JSON-ready data with the names users type, int64 fields as numbers (proto3
+    JSON writes them as strings: `"voxels": "761"`), and whole Struct numbers as integers."""
+    from google.protobuf import json_format
+
+    data = json_format.MessageToDict(message, preserving_proto_field_name=True)
+    return integral(_int64_numbers(message.DESCRIPTOR, data))
+
+
+def _int64_numbers(descriptor: Descriptor, data: dict) -> dict:
+    for field in descriptor.fields:
+        if field.name not in data:
+            continue
+        value, kind = data[field.name], field.message_type
+        if field.type in INT64:
+            data[field.name] = [int(v) for v in value] if field.is_repeated else int(value)
+        elif kind is not None and kind.GetOptions().map_entry:
+            inner = kind.fields_by_name["value"]
+            for key, item in value.items():
+                if inner.type in INT64:
+                    value[key] = int(item)
+                elif inner.message_type is not None and not _well_known(inner.message_type):
+                    _int64_numbers(inner.message_type, item)
+        elif kind is not None and not _well_known(kind):
+            for item in value if field.is_repeated else [value]:
+                _int64_numbers(kind, item)
+    return data
+
+
+def _well_known(descriptor: Descriptor) -> bool:
+    return descriptor.full_name.startswith("google.protobuf.")
+
+
+BYTES_SUFFIXES = {"nifti": ".nii.gz", "png": ".png", "npy": ".npy", "json": ".json", "jsonl": ".jsonl"}
+
+
+def bytes_fields(descriptor: Descriptor, data: dict, path: str = ""):
+    """(dotted path, suffix, the dict holding it, key) for every bytes field in `data`, the JSON form
+    of a `descriptor` message (so `call --out` writes them as files)."""
+    for field in descriptor.fields:
+        if field.name not in data:
+            continue
+        where = f"{path}.{field.name}" if path else field.name
+        if field.type == FieldDescriptor.TYPE_BYTES and not field.is_repeated:
+            suffix = BYTES_SUFFIXES.get(field.name.rsplit("_", 1)[-1], ".bin")
+            yield where, suffix, data, field.name
+        elif field.message_type is not None and not field.message_type.GetOptions().map_entry \
+                and not _well_known(field.message_type):
+            items = data[field.name] if field.is_repeated else [data[field.name]]
+            for i, item in enumerate(items):
+                inner = f"{where}.{i}" if field.is_repeated else where
+                yield from bytes_fields(field.message_type, item, inner)
 
 
 def integral(value):

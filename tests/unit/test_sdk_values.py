@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 
 import numpy as np
 import pytest
@@ -14,8 +15,18 @@ from paperworks.shared.errors import InvalidArgument
 from paperworks.shared.registry import services
 from paperworks.shared.rpc.describe import describe
 from paperworks.shared.sdk import describe as text
-from paperworks.shared.sdk.values import integral, params_from_sets, read_npy, tensor_from_lists, write_npy
+from paperworks.shared.sdk.client import upload_source
+from paperworks.shared.sdk.values import (
+    bytes_fields,
+    integral,
+    message_json,
+    params_from_sets,
+    read_npy,
+    tensor_from_lists,
+    write_npy,
+)
 from paperworks.urban.v1 import urban_pb2
+from paperworks.v1 import common_pb2, jobs_pb2
 
 
 @pytest.mark.parametrize("array", [
@@ -57,6 +68,35 @@ def test_set_values_follow_the_field_types(tmp_path):
     assert exc.value.field == "value"
     with pytest.raises(InvalidArgument):
         params_from_sets(digest, ["no-equals-sign"])
+
+
+def test_binary_files_reach_bytes_fields_and_replies_print_int64_as_numbers(tmp_path):
+    volume = tmp_path / "ct.nii.gz"
+    volume.write_bytes(bytes(range(256)))  # not text
+    upload = jobs_pb2.UploadArtifactRequest.DESCRIPTOR
+    params = params_from_sets(upload, [f"data=@{volume}"])
+    assert base64.b64decode(params["data"]) == bytes(range(256))
+    with pytest.raises(InvalidArgument, match="not UTF-8"):
+        params_from_sets(jobs_pb2.UploadHeader.DESCRIPTOR, [f"name=@{volume}"])
+    event = jobs_pb2.JobEvent(seq=2**40, artifact=common_pb2.ArtifactRef(size_bytes=761, name="x"))
+    data = message_json(event)
+    assert data["seq"] == 2**40 and data["artifact"]["size_bytes"] == 761
+    reply = jobs_pb2.UploadArtifactRequest(data=b"\x00\x01")
+    [(path, suffix, holder, key)] = bytes_fields(reply.DESCRIPTOR, message_json(reply))
+    assert (path, suffix, base64.b64decode(holder[key])) == ("data", ".bin", b"\x00\x01")
+
+
+def test_a_folder_packs_to_the_same_bytes_every_time(tmp_path):
+    """Uploads are content-addressed: the same folder uploaded twice is one upload."""
+    folder = tmp_path / "model"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    (folder / "sub" / "w.bin").write_bytes(b"\x01" * 100)
+    with upload_source(folder) as (first, _):
+        one = first.read_bytes()
+    os.utime(folder / "config.json", (1, 1))
+    with upload_source(folder) as (second, name):
+        assert second.read_bytes() == one and name == "model.tar.gz"
 
 
 def test_whole_numbers_print_as_integers():

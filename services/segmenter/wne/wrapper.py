@@ -17,6 +17,11 @@ with the WNE statistics pooled over the whole volume (so the wrapped volume map 
 equivariant too). Training images get a random intensity gain in [0.25, 4] and offset in
 [-0.5, 0.5] (scanner windows differ); the noise sigma is fixed in absolute units, so in
 normalized units the wrapped model sees a range of noise levels.
+
+*Device:* `train_denoiser(..., device=)` trains there; `denoise_volume` runs on the model's
+device. Float32 only, never bf16 autocast: the wrapper's point is f(ay + b) = a f(y) + b to float32
+rounding (NE defect ~1e-7), and bf16's 8-bit mantissa would make the defect ~1e-2, the size of the
+bare backbone's.
 """
 
 from __future__ import annotations
@@ -59,10 +64,15 @@ class Wrapped(nn.Module):
         return torch.where(flat, y, s * z + mean)
 
 
+def model_device(model: nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
 @torch.no_grad()
 def denoise_volume(model: Wrapped, volume: np.ndarray, batch: int = 16) -> np.ndarray:
-    """Slice-wise along axis 0 (2-D input: one slice); WNE statistics over the whole volume."""
-    v = torch.from_numpy(np.asarray(volume, np.float32))
+    """Slice-wise along axis 0 (2-D input: one slice); WNE statistics over the whole volume. Runs
+    on the model's device; the result is a CPU array."""
+    v = torch.from_numpy(np.asarray(volume, np.float32)).to(model_device(model))
     v3 = v[None] if v.dim() == 2 else v
     mean, std = stats(v3, (0, 1, 2))
     out = []
@@ -73,7 +83,7 @@ def denoise_volume(model: Wrapped, volume: np.ndarray, batch: int = 16) -> np.nd
         else:
             out.append(model(x, mean.expand(x.shape[0], 1, 1, 1), std.expand(x.shape[0], 1, 1, 1))[:, 0])
     res = torch.cat(out)
-    return (res[0] if v.dim() == 2 else res).numpy()
+    return (res[0] if v.dim() == 2 else res).cpu().numpy()
 
 
 @torch.no_grad()
@@ -98,21 +108,24 @@ def train_denoiser(
     seed: int = 0,
     augment: bool = True,
     on_step: Callable[[int, float], None] | None = None,
+    device="cpu",
 ) -> Wrapped:
-    """Trains f on (clean (N, H, W) images + N(0, sigma^2)), MSE in input units."""
+    """Trains f on (clean (N, H, W) images + N(0, sigma^2)), MSE in input units, on `device` (the
+    model stays there). The batches and augmentations are drawn on the CPU (one random stream
+    whatever the device); the noise is drawn on `device`."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    model = Wrapped(BACKBONES[backbone](), wrapper)
+    model = Wrapped(BACKBONES[backbone](), wrapper).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
-    data = torch.from_numpy(np.asarray(clean, np.float32))
+    data = torch.from_numpy(np.asarray(clean, np.float32)).to(device)
     for step in range(1, steps + 1):
-        idx = torch.from_numpy(rng.integers(len(data), size=batch))
+        idx = torch.from_numpy(rng.integers(len(data), size=batch)).to(device)
         x = data[idx][:, None]
         if augment:
             gain = torch.from_numpy(
                 np.exp(rng.uniform(np.log(0.25), np.log(4), (batch, 1, 1, 1))).astype(np.float32)
-            )
-            off = torch.from_numpy(rng.uniform(-0.5, 0.5, (batch, 1, 1, 1)).astype(np.float32))
+            ).to(device)
+            off = torch.from_numpy(rng.uniform(-0.5, 0.5, (batch, 1, 1, 1)).astype(np.float32)).to(device)
             x = gain * x + off
         y = x + sigma * torch.randn_like(x)
         opt.zero_grad()

@@ -1,11 +1,15 @@
-"""The segmenter service over real gRPC on the embedded stack: few-shot minor fit and GINE training
-from an nnU-Net-style folder, Segment as a job and inline, WNE denoiser, the Denoise -> Segment
-chain without the client, and the field-naming errors."""
+"""The segmenter service over real gRPC on the embedded stack: few-shot minor fit (on an uploaded
+nnU-Net folder) and GINE training (from a server path), Segment as a job and inline, inputs a
+client in another folder uploads, WNE denoiser, the Denoise -> Segment chain without the client,
+job references checked at submit, and the field-naming errors."""
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
+import tarfile
+from pathlib import Path
 
 import grpc
 import nibabel as nib
@@ -35,8 +39,11 @@ def dataset_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def fitted(client, dataset_dir):
+    """Fitted on the folder as the client uploads it (a .tar.gz), not on a server path."""
+    sha = client.upload(dataset_dir, "segmenter").artifact.sha256
     return finished(
-        client, client.submit("segmenter", "fit_minor_params", dataset={"path": str(dataset_dir)}, trials=8)
+        client,
+        client.submit("segmenter", "fit_minor_params", dataset={"source": {"upload": sha}}, trials=8),
     )
 
 
@@ -49,6 +56,8 @@ def trained(client, dataset_dir, fitted):
             "train_segmenter",
             minor_job_id=fitted.id,
             dataset={"path": str(dataset_dir)},
+            structures=[1],
+            structure_names=["lesion"],
             steps=40,
         ),
     )
@@ -124,6 +133,88 @@ def test_inline_segment_from_nifti_and_from_a_tensor(client, trained):
     assert to_numpy(two_d.labels).shape == (24, 24)
 
 
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_client_in_another_folder_uploads_volumes_and_pulls_the_outputs(
+    client, trained, denoiser, tmp_path, monkeypatch
+):
+    """Nothing is shared with the server but the uploads: a NIfTI file for segment, a folder of
+    volumes (as an archive) for denoise, a file for the inline Segment; the outputs come back whole."""
+    monkeypatch.chdir(tmp_path)
+    image, _ = data.phantom(CFG, 60)
+    Path("ct.nii.gz").write_bytes(data.write_nifti(image, SPACING))
+    Path("scans").mkdir()
+    for k in (61, 62):
+        Path(f"scans/scan{k}.nii.gz").write_bytes(data.write_nifti(data.phantom(CFG, k)[0], SPACING))
+    with tarfile.open("scans.tar.gz", "w:gz") as tar:  # wrapped in its folder, as `tar czf` makes it
+        tar.add("scans")
+    ct = client.upload(Path("ct.nii.gz"), "segmenter").artifact.sha256
+    job = finished(
+        client, client.submit("segmenter", "segment", model_job_id=trained.id, image={"upload": ct})
+    )
+    assert job.result["cases"] == ["ct"]
+    pulled = {p.name: p for p in client.pull_artifacts(job.id, Path("out"))}
+    assert {a.name: a.sha256 for a in job.artifacts} == {n: _sha256(p) for n, p in pulled.items()}
+    labels = data.read_nifti(pulled["ct_seg.nii.gz"].read_bytes(), "x")
+    assert labels.data.shape == image.shape and np.allclose(labels.spacing, SPACING)
+
+    scans = client.upload(Path("scans.tar.gz"), "segmenter").artifact.sha256
+    den = finished(
+        client, client.submit("segmenter", "denoise", model_job_id=denoiser.id, image={"upload": scans})
+    )
+    assert den.result["cases"] == ["scan61", "scan62"]
+    pulled = {p.name: p for p in client.pull_artifacts(den.id, Path("denoised"))}
+    assert {a.name: a.sha256 for a in den.artifacts} == {n: _sha256(p) for n, p in pulled.items()}
+
+    stub = client.stub("segmenter")
+    inline = stub.Segment(
+        segmenter_pb2.SegmentRequest(model_job_id=trained.id, source={"upload": ct}),
+        metadata=client.metadata, timeout=60,
+    )
+    assert np.array_equal(to_numpy(inline.labels), labels.data)
+    assert data.read_nifti(inline.labels_nifti, "x").data.shape == image.shape
+    from_artifact = stub.Segment(  # a job's output volume, segmented inline
+        segmenter_pb2.SegmentRequest(
+            model_job_id=trained.id,
+            source={"artifact": {"job_id": den.id, "name": "scan61_denoised.nii.gz"}},
+        ),
+        metadata=client.metadata, timeout=60,
+    )
+    assert to_numpy(from_artifact.labels).shape == image.shape
+
+
+def test_job_references_are_checked_at_submit(stack, client, fitted, trained, denoiser):
+    """Wrong kind: INVALID_ARGUMENT; another tenant's job: NOT_FOUND; both name the field and
+    queue nothing (the worker is never reached)."""
+    before = len(client.list("segmenter", page_size=500)[0])
+    synthetic = {"synthetic": {"seed": 1, "count": 2, "size": 16}}
+    wrong_kind = [
+        ("segment", dict(model_job_id=fitted.id, dataset=synthetic), "model_job_id"),
+        ("segment", dict(model_job_id=trained.id, source_job_id=trained.id), "source_job_id"),
+        ("train_segmenter", dict(minor_job_id=trained.id, dataset=synthetic), "minor_job_id"),
+        ("denoise", dict(model_job_id=trained.id, dataset=synthetic), "model_job_id"),
+        (
+            "denoise",
+            dict(model_job_id=denoiser.id, dataset=synthetic, then_segment={"model_job_id": denoiser.id}),
+            "then_segment.model_job_id",
+        ),
+    ]
+    for kind, params, field in wrong_kind:
+        with pytest.raises(grpc.RpcError) as exc:
+            client.submit("segmenter", kind, **params)
+        assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT, (kind, field)
+        assert [f for f, _ in field_violations(exc.value)] == [field]
+        assert "job" in exc.value.details()
+    with Client(endpoints=stack.endpoints, token=TOKENS["bob"]) as bob:
+        with pytest.raises(grpc.RpcError) as exc:
+            bob.submit("segmenter", "segment", model_job_id=trained.id, dataset=synthetic)
+        assert exc.value.code() == grpc.StatusCode.NOT_FOUND and "model_job_id" in exc.value.details()
+        assert bob.list("segmenter")[0] == []
+    assert len(client.list("segmenter", page_size=500)[0]) == before
+
+
 def test_denoise_chains_a_segment_job_without_the_client(client, denoiser, trained):
     assert denoiser.result["ne_defect"] < 1e-4
     assert announced_models(client, denoiser) == ["denoiser.safetensors"]
@@ -160,7 +251,7 @@ def _nifti(array, zooms=None):
     return gzip.compress(img.to_bytes())
 
 
-def test_bad_volumes_are_invalid_argument_saying_which(client, trained, dataset_dir, tmp_path):
+def test_bad_volumes_are_invalid_argument_saying_which(client, fitted, trained, dataset_dir, tmp_path):
     stub = client.stub("segmenter")
     good = np.zeros((8, 8, 8), np.float32)
     cases = [
@@ -197,6 +288,12 @@ def test_bad_volumes_are_invalid_argument_saying_which(client, trained, dataset_
     assert PROTO_TO_STATE[job.state] == "FAILED" and job.error.code == code_pb2.INVALID_ARGUMENT
     (violation,) = job.error.field_violations
     assert "labelsTr/x.nii.gz" in violation.field and "spacing" in violation.description
+    # a structure name the dataset does not have fails the job, naming the field and the labels
+    named = dict(minor_job_id=fitted.id, dataset={"path": str(dataset_dir)}, structure_names=["liver"])
+    job = client.wait(client.submit("segmenter", "train_segmenter", steps=1, **named).id, timeout=120)
+    assert PROTO_TO_STATE[job.state] == "FAILED" and job.error.code == code_pb2.INVALID_ARGUMENT
+    (violation,) = job.error.field_violations
+    assert violation.field == "structure_names[0]" and "lesion, organ" in violation.description
     before = len(client.list("segmenter", page_size=500)[0])
     # an explicit 0 is a value, not "unset" (the default applies only when the field is left out)
     refused = (({"trials": 1}, "trials"), ({"trials": 0}, "trials"), ({"optimizer": "grid"}, "optimizer"))

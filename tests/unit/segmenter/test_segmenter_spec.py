@@ -71,3 +71,50 @@ def test_an_explicit_zero_in_range_is_kept():
     dataset = pb.DatasetSource(synthetic=pb.SyntheticVolumes(seed=1, lesions=0, noise=0.0, blur=0.0))
     p = params("fit_minor_params", pb.SubmitFitMinorParamsRequest(dataset=dataset))
     assert (p.dataset.synthetic.lesions, p.dataset.synthetic.noise, p.dataset.synthetic.blur) == (0, 0.0, 0.0)
+
+
+def test_inputs_take_an_input_ref_and_a_path_is_short_for_one():
+    upload = "ab" * 32
+    by_path = params("fit_minor_params", pb.SubmitFitMinorParamsRequest(dataset=pb.DatasetSource(path="/d")))
+    assert by_path.dataset.source.path == "/d" and by_path.dataset.path == "/d"
+    ref = pb.DatasetSource(source={"upload": upload})
+    fit = params("fit_minor_params", pb.SubmitFitMinorParamsRequest(dataset=ref))
+    assert fit.dataset.source.upload == upload
+    seg = params("segment", pb.SubmitSegmentRequest(model_job_id="m", image={"upload": upload}))
+    assert seg.image.upload == upload and seg.images == []
+    listed = params("denoise", pb.SubmitDenoiseRequest(model_job_id="d", images=["/a.nii.gz", "/b.nii.gz"]))
+    assert [r.path for r in listed.images] == ["/a.nii.gz", "/b.nii.gz"]
+    # the stored parameters (a dump) validate again to the same thing, as the worker reads them
+    assert type(seg).model_validate(seg.model_dump(mode="json")) == seg
+    assert type(by_path).model_validate(by_path.model_dump(mode="json")) == by_path
+
+
+@pytest.mark.parametrize(
+    "kind, request_",
+    [
+        ("segment", pb.SubmitSegmentRequest(model_job_id="m", image={"path": "/a"}, images=["/b"])),
+        ("segment", pb.SubmitSegmentRequest(model_job_id="m")),
+        ("denoise", pb.SubmitDenoiseRequest(model_job_id="d", image={"path": "/a"}, dataset=SYNTHETIC)),
+        ("fit_minor_params", pb.SubmitFitMinorParamsRequest(dataset=pb.DatasetSource())),
+    ],
+)
+def test_exactly_one_input_is_required(kind, request_):
+    with pytest.raises(InvalidArgument, match="exactly one"):
+        params(kind, request_)
+
+
+def test_structures_are_named_by_value_or_by_label_name():
+    from paperworks.services.segmenter.tasks import _structures
+
+    names = {1: "organ", 2: "lesion"}
+    p = params(
+        "train_segmenter",
+        pb.SubmitTrainSegmenterRequest(minor_job_id="j", dataset=SYNTHETIC, structure_names=["lesion"]),
+    )
+    assert _structures(p, names) == [2]
+    both = p.model_copy(update={"structures": [1]})
+    assert _structures(both, names) == [1, 2]
+    assert _structures(p.model_copy(update={"structure_names": []}), names) == [1, 2]
+    with pytest.raises(InvalidArgument) as exc:
+        _structures(p.model_copy(update={"structure_names": ["lesion", "liver"]}), names)
+    assert exc.value.field == "structure_names[1]" and "lesion, organ" in exc.value.message

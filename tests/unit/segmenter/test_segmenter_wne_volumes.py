@@ -99,3 +99,32 @@ def test_nnunet_folder_loads_and_names_missing_files(tmp_path):
         data.load_dataset(root)
     with pytest.raises(InvalidArgument, match="dataset.json"):
         data.load_dataset(tmp_path)
+
+
+def test_inputs_resolve_a_wrapped_dataset_folder_and_a_folder_of_volumes(tmp_path, monkeypatch):
+    """An archive of `Dataset001/` unpacks to a folder wrapping the dataset: it is found inside. A
+    file where a dataset folder is needed is refused naming the field; `image` may be a folder of
+    volumes, one case per NIfTI file."""
+    from paperworks.services.segmenter.spec import DatasetParams
+    from paperworks.shared.config import get_settings
+    from paperworks.shared.inputs import InputRefParams, InputScope
+
+    monkeypatch.setenv("PAPERWORKS_DATA_ROOT", str(tmp_path))
+    monkeypatch.setenv("PAPERWORKS_STATE_DIR", str(tmp_path / "state"))
+    get_settings.cache_clear()
+    try:
+        cases = data.cohort(data.PhantomConfig(size=16, lesions=1, lesion_radius=1.5), range(2))
+        root = data.write_dataset(tmp_path / "unpacked" / "Dataset001", cases, data.STRUCTURES)
+        scope = InputScope(None, None, "alice")
+        loaded, names = data.load_cases(DatasetParams(path=str(tmp_path / "unpacked")), scope)
+        assert len(loaded) == 2 and names == data.STRUCTURES
+        with pytest.raises(InvalidArgument) as exc:
+            data.load_cases(DatasetParams(source={"path": str(root / "dataset.json")}), scope)
+        assert exc.value.field == "dataset.source.path" and "folder is required" in exc.value.message
+        volumes = data.load_volumes(InputRefParams(path=str(root / "imagesTr")), scope)
+        assert [v.name for v in volumes] == ["case_000", "case_001"]
+        np.testing.assert_array_equal(volumes[1].data, cases[1][0])
+        with pytest.raises(InvalidArgument, match="no .nii"):
+            data.load_volumes(InputRefParams(path=str(tmp_path / "state")), scope)
+    finally:
+        get_settings.cache_clear()

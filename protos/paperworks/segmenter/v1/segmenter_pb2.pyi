@@ -29,14 +29,16 @@ class SyntheticVolumes(_message.Message):
     def __init__(self, seed: _Optional[int] = ..., count: _Optional[int] = ..., size: _Optional[int] = ..., lesions: _Optional[int] = ..., lesion_radius: _Optional[float] = ..., lesion_contrast: _Optional[float] = ..., noise: _Optional[float] = ..., blur: _Optional[float] = ...) -> None: ...
 
 class DatasetSource(_message.Message):
-    __slots__ = ("path", "synthetic", "limit")
+    __slots__ = ("path", "synthetic", "source", "limit")
     PATH_FIELD_NUMBER: _ClassVar[int]
     SYNTHETIC_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     path: str
     synthetic: SyntheticVolumes
+    source: _common_pb2.InputRef
     limit: int
-    def __init__(self, path: _Optional[str] = ..., synthetic: _Optional[_Union[SyntheticVolumes, _Mapping]] = ..., limit: _Optional[int] = ...) -> None: ...
+    def __init__(self, path: _Optional[str] = ..., synthetic: _Optional[_Union[SyntheticVolumes, _Mapping]] = ..., source: _Optional[_Union[_common_pb2.InputRef, _Mapping]] = ..., limit: _Optional[int] = ...) -> None: ...
 
 class SubmitFitMinorParamsRequest(_message.Message):
     __slots__ = ("dataset", "trials", "optimizer", "max_volumes", "seed", "idempotency_key")
@@ -61,10 +63,11 @@ class SubmitFitMinorParamsResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[_jobs_pb2.Job, _Mapping]] = ...) -> None: ...
 
 class SubmitTrainSegmenterRequest(_message.Message):
-    __slots__ = ("minor_job_id", "dataset", "structures", "steps", "hidden", "layers", "learning_rate", "seed", "idempotency_key")
+    __slots__ = ("minor_job_id", "dataset", "structures", "structure_names", "steps", "hidden", "layers", "learning_rate", "seed", "idempotency_key")
     MINOR_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     DATASET_FIELD_NUMBER: _ClassVar[int]
     STRUCTURES_FIELD_NUMBER: _ClassVar[int]
+    STRUCTURE_NAMES_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
     HIDDEN_FIELD_NUMBER: _ClassVar[int]
     LAYERS_FIELD_NUMBER: _ClassVar[int]
@@ -74,13 +77,14 @@ class SubmitTrainSegmenterRequest(_message.Message):
     minor_job_id: str
     dataset: DatasetSource
     structures: _containers.RepeatedScalarFieldContainer[int]
+    structure_names: _containers.RepeatedScalarFieldContainer[str]
     steps: int
     hidden: int
     layers: int
     learning_rate: float
     seed: int
     idempotency_key: str
-    def __init__(self, minor_job_id: _Optional[str] = ..., dataset: _Optional[_Union[DatasetSource, _Mapping]] = ..., structures: _Optional[_Iterable[int]] = ..., steps: _Optional[int] = ..., hidden: _Optional[int] = ..., layers: _Optional[int] = ..., learning_rate: _Optional[float] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    def __init__(self, minor_job_id: _Optional[str] = ..., dataset: _Optional[_Union[DatasetSource, _Mapping]] = ..., structures: _Optional[_Iterable[int]] = ..., structure_names: _Optional[_Iterable[str]] = ..., steps: _Optional[int] = ..., hidden: _Optional[int] = ..., layers: _Optional[int] = ..., learning_rate: _Optional[float] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class SubmitTrainSegmenterResponse(_message.Message):
     __slots__ = ("job",)
@@ -89,20 +93,22 @@ class SubmitTrainSegmenterResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[_jobs_pb2.Job, _Mapping]] = ...) -> None: ...
 
 class SubmitSegmentRequest(_message.Message):
-    __slots__ = ("model_job_id", "dataset", "images", "source_job_id", "threshold", "idempotency_key")
+    __slots__ = ("model_job_id", "dataset", "image", "images", "source_job_id", "threshold", "idempotency_key")
     MODEL_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     DATASET_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
     IMAGES_FIELD_NUMBER: _ClassVar[int]
     SOURCE_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     model_job_id: str
     dataset: DatasetSource
+    image: _common_pb2.InputRef
     images: _containers.RepeatedScalarFieldContainer[str]
     source_job_id: str
     threshold: float
     idempotency_key: str
-    def __init__(self, model_job_id: _Optional[str] = ..., dataset: _Optional[_Union[DatasetSource, _Mapping]] = ..., images: _Optional[_Iterable[str]] = ..., source_job_id: _Optional[str] = ..., threshold: _Optional[float] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    def __init__(self, model_job_id: _Optional[str] = ..., dataset: _Optional[_Union[DatasetSource, _Mapping]] = ..., image: _Optional[_Union[_common_pb2.InputRef, _Mapping]] = ..., images: _Optional[_Iterable[str]] = ..., source_job_id: _Optional[str] = ..., threshold: _Optional[float] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class SubmitSegmentResponse(_message.Message):
     __slots__ = ("job",)
@@ -147,18 +153,20 @@ class ThenSegment(_message.Message):
     def __init__(self, model_job_id: _Optional[str] = ..., threshold: _Optional[float] = ...) -> None: ...
 
 class SubmitDenoiseRequest(_message.Message):
-    __slots__ = ("model_job_id", "dataset", "images", "then_segment", "idempotency_key")
+    __slots__ = ("model_job_id", "dataset", "image", "images", "then_segment", "idempotency_key")
     MODEL_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     DATASET_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
     IMAGES_FIELD_NUMBER: _ClassVar[int]
     THEN_SEGMENT_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     model_job_id: str
     dataset: DatasetSource
+    image: _common_pb2.InputRef
     images: _containers.RepeatedScalarFieldContainer[str]
     then_segment: ThenSegment
     idempotency_key: str
-    def __init__(self, model_job_id: _Optional[str] = ..., dataset: _Optional[_Union[DatasetSource, _Mapping]] = ..., images: _Optional[_Iterable[str]] = ..., then_segment: _Optional[_Union[ThenSegment, _Mapping]] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    def __init__(self, model_job_id: _Optional[str] = ..., dataset: _Optional[_Union[DatasetSource, _Mapping]] = ..., image: _Optional[_Union[_common_pb2.InputRef, _Mapping]] = ..., images: _Optional[_Iterable[str]] = ..., then_segment: _Optional[_Union[ThenSegment, _Mapping]] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class SubmitDenoiseResponse(_message.Message):
     __slots__ = ("job",)
@@ -183,18 +191,20 @@ class StructureStats(_message.Message):
     def __init__(self, label: _Optional[int] = ..., name: _Optional[str] = ..., voxels: _Optional[int] = ..., volume_mm3: _Optional[float] = ..., components: _Optional[int] = ..., mean_intensity: _Optional[float] = ...) -> None: ...
 
 class SegmentRequest(_message.Message):
-    __slots__ = ("model_job_id", "image_nifti", "image", "spacing", "threshold")
+    __slots__ = ("model_job_id", "image_nifti", "image", "spacing", "source", "threshold")
     MODEL_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     IMAGE_NIFTI_FIELD_NUMBER: _ClassVar[int]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
     SPACING_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
     THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     model_job_id: str
     image_nifti: bytes
     image: _common_pb2.Tensor
     spacing: _containers.RepeatedScalarFieldContainer[float]
+    source: _common_pb2.InputRef
     threshold: float
-    def __init__(self, model_job_id: _Optional[str] = ..., image_nifti: _Optional[bytes] = ..., image: _Optional[_Union[_common_pb2.Tensor, _Mapping]] = ..., spacing: _Optional[_Iterable[float]] = ..., threshold: _Optional[float] = ...) -> None: ...
+    def __init__(self, model_job_id: _Optional[str] = ..., image_nifti: _Optional[bytes] = ..., image: _Optional[_Union[_common_pb2.Tensor, _Mapping]] = ..., spacing: _Optional[_Iterable[float]] = ..., source: _Optional[_Union[_common_pb2.InputRef, _Mapping]] = ..., threshold: _Optional[float] = ...) -> None: ...
 
 class SegmentResponse(_message.Message):
     __slots__ = ("labels_nifti", "labels", "structures", "supernodes")
@@ -209,16 +219,18 @@ class SegmentResponse(_message.Message):
     def __init__(self, labels_nifti: _Optional[bytes] = ..., labels: _Optional[_Union[_common_pb2.Tensor, _Mapping]] = ..., structures: _Optional[_Iterable[_Union[StructureStats, _Mapping]]] = ..., supernodes: _Optional[int] = ...) -> None: ...
 
 class DenoiseRequest(_message.Message):
-    __slots__ = ("model_job_id", "image_nifti", "image", "spacing")
+    __slots__ = ("model_job_id", "image_nifti", "image", "spacing", "source")
     MODEL_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     IMAGE_NIFTI_FIELD_NUMBER: _ClassVar[int]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
     SPACING_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
     model_job_id: str
     image_nifti: bytes
     image: _common_pb2.Tensor
     spacing: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, model_job_id: _Optional[str] = ..., image_nifti: _Optional[bytes] = ..., image: _Optional[_Union[_common_pb2.Tensor, _Mapping]] = ..., spacing: _Optional[_Iterable[float]] = ...) -> None: ...
+    source: _common_pb2.InputRef
+    def __init__(self, model_job_id: _Optional[str] = ..., image_nifti: _Optional[bytes] = ..., image: _Optional[_Union[_common_pb2.Tensor, _Mapping]] = ..., spacing: _Optional[_Iterable[float]] = ..., source: _Optional[_Union[_common_pb2.InputRef, _Mapping]] = ...) -> None: ...
 
 class DenoiseResponse(_message.Message):
     __slots__ = ("image_nifti", "image")
