@@ -124,7 +124,8 @@ def test_inputs_resolve_a_wrapped_dataset_folder_and_a_folder_of_volumes(tmp_pat
         volumes = data.load_volumes(InputRefParams(path=str(root / "imagesTr")), scope)
         assert [v.name for v in volumes] == ["case_000", "case_001"]
         np.testing.assert_array_equal(volumes[1].data, cases[1][0])
+        (tmp_path / "empty").mkdir()
         with pytest.raises(InvalidArgument, match="no .nii"):
-            data.load_volumes(InputRefParams(path=str(tmp_path / "state")), scope)
+            data.load_volumes(InputRefParams(path=str(tmp_path / "empty")), scope)
     finally:
         get_settings.cache_clear()
