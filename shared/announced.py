@@ -14,6 +14,7 @@ from paperworks.shared.artifacts import ArtifactStore
 from paperworks.shared.backends.base import ModelBackend
 from paperworks.shared.db.jobs import JobStore
 from paperworks.shared.errors import FailedPrecondition, InvalidArgument
+from paperworks.shared.inputs import InputScope
 from paperworks.shared.job_refs import finished_job
 
 
@@ -37,4 +38,6 @@ def load_announced(store: JobStore, artifacts: ArtifactStore, tenant: str | None
         raise FailedPrecondition(f"service {service!r} announces no models that load as language models",
                                  field)
     job, artifact = announced_model(store, tenant, service, job_id, field)
-    return artifact, registry.load(spec.model_loader)(job, artifact, artifacts, field)
+    # the loader reads the producing job's own inputs (its base model's upload) as that job's tenant
+    scope = InputScope(store, artifacts, job.tenant)
+    return artifact, registry.load(spec.model_loader)(job, artifact, scope, field)

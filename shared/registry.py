@@ -35,7 +35,8 @@ class ServiceSpec:
     grpc_service: str  # the proto service's short name, e.g. "OpsService"
     kinds: dict[str, JobKind] = field(default_factory=dict)
     # "module:function" turning a model this service's job announced (MODEL_READY) into a
-    # language-model backend for other services, called as function(job, artifact, artifacts, field)
+    # language-model backend for other services, called as function(job, artifact, scope, field) with
+    # scope the producing job's InputScope (its tenant's uploads and artifacts)
     model_loader: str | None = None
     # the host port Compose publishes this service's gRPC server on (`<port>:50051`), fixed for
     # good so adding a service never moves another's; taken in order of addition from 50051 (the

@@ -1,5 +1,6 @@
-"""`make demo` for the quantizer: train a tiny Llama-style decoder on the stdlib sources, quantize
-it to 2 bits with RaBiT, then generate with the packed checkpoint over gRPC."""
+"""`make demo` for the quantizer: train a tiny Llama-style decoder on the stdlib sources, upload
+it (the folder travels as a .tar.gz, as from another machine), quantize it to 2 bits with RaBiT,
+then generate with the packed checkpoint over gRPC."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,7 +21,9 @@ def run(client, out: Path) -> None:
     console.print("training a tiny decoder on the stdlib sources (300 steps) ...")
     trained = train_tiny_lm(texts, config, steps=300, seed=0)
     model_dir = save_tiny(out.resolve() / "base-model", trained.module)
-    job = client.submit("quantizer", "quantize", model={"kind": "tiny", "path": str(model_dir)},
+    sha = client.upload(model_dir, "quantizer").artifact.sha256
+    console.print(f"uploaded {model_dir.name} as {sha[:12]}")
+    job = client.submit("quantizer", "quantize", model={"kind": "tiny", "source": {"upload": sha}},
                         method="rabit", data=DATA, token_budget=100 * 8 * 64)
     console.print(f"submitted [bold]{job.id}[/] (RaBiT, 2 bits per weight, 100 QAT steps)")
     final = follow(client, job.id, "quantizer.quantize")

@@ -9,8 +9,10 @@ teacher's mean square so that the weight `hidden_weight` is scale free.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 import torch
@@ -32,6 +34,10 @@ class TokenData:
         t = torch.tensor(ids, dtype=torch.long)
         cut = int(len(t) * (1 - valid_fraction))
         return cls(train=t[:cut], valid=t[cut:])
+
+    def to(self, device: torch.device | str) -> TokenData:
+        """The same streams on `device`, so every window and batch drawn from them is there."""
+        return TokenData(train=self.train.to(device), valid=self.valid.to(device))
 
     def batches(self, seq_len: int, batch: int, seed: int) -> Iterator[torch.Tensor]:
         rng = torch.Generator().manual_seed(seed)
@@ -73,8 +79,11 @@ def distill_loss(student: nn.Module, teacher: nn.Module, ids: torch.Tensor, hidd
 def train_student(student: nn.Module, teacher: nn.Module, data: TokenData, *, steps: int, batch: int,
                   seq_len: int, lr: float, hidden_weight: float, seed: int,
                   param_groups: list[dict] | None = None,
-                  on_step: Callable[[int, dict], None] | None = None) -> list[float]:
-    """Adam on the student's trainable parameters with a cosine decay; returns per-step losses."""
+                  on_step: Callable[[int, dict], None] | None = None,
+                  amp: Callable[[], AbstractContextManager] = contextlib.nullcontext) -> list[float]:
+    """Adam on the student's trainable parameters with a cosine decay; returns per-step losses.
+    The forward passes run inside `amp()` (bf16 autocast on CUDA, say); the latent weights, the
+    optimizer and the backward pass stay float32."""
     params = param_groups or [{"params": [p for p in student.parameters() if p.requires_grad]}]
     if steps <= 0 or not any(g["params"] for g in params):
         return []
@@ -84,7 +93,8 @@ def train_student(student: nn.Module, teacher: nn.Module, data: TokenData, *, st
     student.train()
     losses = []
     for step, ids in zip(range(steps), data.batches(seq_len, batch, seed), strict=False):
-        loss, kl, mse = distill_loss(student, teacher, ids, hidden_weight)
+        with amp():
+            loss, kl, mse = distill_loss(student, teacher, ids, hidden_weight)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

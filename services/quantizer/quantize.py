@@ -1,15 +1,21 @@
 """The quantization pipeline: a method's initialization per layer, then QAT against the
 full-precision teacher, then the packed (kernel-library) form of the result. What differs by
 method comes from the registry in `methods.py`. Embeddings and the output head stay in full
-precision.
+precision. Everything runs on the device the caller names (the teacher, the student, every
+calibration window and batch; the packed layers' kernels follow their tensors' device).
+Calibration and initialization are float32 (Hessians, SVID sweeps and act-order rounding are
+precision-sensitive); QAT's forward passes may run in mixed precision (`amp`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
+import torch
 from torch import nn
 
 from . import methods
@@ -88,8 +94,10 @@ def trainable(student: nn.Module) -> list[nn.Parameter]:
 
 
 def train(student: nn.Module, teacher: nn.Module, data: TokenData, cfg: QuantConfig,
-          progress: Progress = _quiet) -> list[float]:
-    """QAT for `cfg.steps` steps (RTN never trains); LC-QAT latents are rounded into codes after."""
+          progress: Progress = _quiet,
+          amp: Callable[[], AbstractContextManager] = contextlib.nullcontext) -> list[float]:
+    """QAT for `cfg.steps` steps (RTN never trains), forward passes inside `amp()`; LC-QAT latents
+    are rounded into codes after."""
     steps = cfg.qat_steps
     losses: list[float] = []
     if steps:
@@ -101,7 +109,7 @@ def train(student: nn.Module, teacher: nn.Module, data: TokenData, cfg: QuantCon
 
         losses = train_student(student, teacher, data, steps=steps, batch=cfg.batch, seq_len=cfg.seq_len,
                                lr=cfg.lr, hidden_weight=cfg.hidden_weight, seed=cfg.seed + 1,
-                               param_groups=[{"params": params}], on_step=on_step)
+                               param_groups=[{"params": params}], on_step=on_step, amp=amp)
     for m in student.modules():
         method = methods.of_layer(m)
         if method is not None:
@@ -111,11 +119,14 @@ def train(student: nn.Module, teacher: nn.Module, data: TokenData, cfg: QuantCon
     return losses
 
 
-def quantize(teacher: nn.Module, data: TokenData, cfg: QuantConfig,
-             progress: Progress = _quiet) -> tuple[nn.Module, dict]:
-    """Initialization + QAT; returns the (fake-quantized) student and what happened."""
+def quantize(teacher: nn.Module, data: TokenData, cfg: QuantConfig, progress: Progress = _quiet, *,
+             device: torch.device | str = "cpu",
+             amp: Callable[[], AbstractContextManager] = contextlib.nullcontext) -> tuple[nn.Module, dict]:
+    """Initialization + QAT on `device` (the teacher and the token streams are moved there);
+    returns the (fake-quantized) student and what happened."""
+    teacher, data = teacher.to(device), data.to(device)
     student, info = build_student(teacher, data, cfg, progress)
-    info["losses"] = train(student, teacher, data, cfg, progress)
+    info["losses"] = train(student, teacher, data, cfg, progress, amp)
     info["tokens"] = cfg.tokens
     return student.eval(), info
 

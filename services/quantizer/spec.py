@@ -7,6 +7,7 @@ Import-light (pydantic only). Request fields whose zero is not their default are
 from typing import Annotated, Literal
 
 from paperworks.shared.backends.spec import ModelSpec
+from paperworks.shared.inputs import InputRefParams, path_shorthand
 from paperworks.shared.registry import JobKind, ServiceSpec
 from pydantic import BaseModel, Field, model_validator
 
@@ -16,11 +17,12 @@ Seed = Annotated[int, Field(default=0, ge=0, le=2**63 - 1)]
 
 
 class LocalModelSpec(ModelSpec):
-    """A causal LM in a directory on the server: the project's `tiny` decoder or a transformers
-    Llama- or GPT-2-style `hf` model (the quantizer rewrites its layers, so never an endpoint)."""
+    """A causal LM folder: the project's `tiny` decoder or a transformers `hf` model of any family
+    AutoModelForCausalLM loads, from `source` (an upload of the folder as an archive, a job's
+    artifact, an s3:// object or a server path) or `path`, short for `source.path`. The quantizer
+    rewrites the model's layers, so never an endpoint."""
 
     kind: Literal["tiny", "hf"]
-    path: str = Field(min_length=1, max_length=4096)
 
 
 class StdlibText(BaseModel):
@@ -30,13 +32,23 @@ class StdlibText(BaseModel):
 
 
 class TextSource(BaseModel):
+    """A text file or folder (`source`, or `path` short for `source.path`), or the stdlib sources."""
+
     path: str = Field(default="", max_length=4096)
+    source: InputRefParams | None = None
     stdlib: StdlibText | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _path_is_source_path(cls, data):
+        return path_shorthand(data)
 
     @model_validator(mode="after")
     def one_source(self):
-        if bool(self.path) == (self.stdlib is not None):
-            raise ValueError("set exactly one of path and stdlib")
+        if (self.source is None) == (self.stdlib is None):
+            raise ValueError("set exactly one of source (or path) and stdlib")
+        if self.source is not None and self.source.path:
+            self.path = self.source.path
         return self
 
 
@@ -77,6 +89,7 @@ SPEC = ServiceSpec(
     grpc_module="paperworks.quantizer.v1.quantizer_pb2_grpc",
     grpc_service="QuantizerService",
     port=50053,
+    kernel_ops=("binary_linear", "int2_linear", "lattice_linear"),
     kinds={
         "quantize": JobKind(
             name="quantize",

@@ -1,11 +1,15 @@
-"""The quantizer jobs: thin handlers that open the model and text, run the method's pipeline,
-store the checkpoint, and announce it."""
+"""The quantizer jobs: thin handlers that open the model and text (uploads, artifacts, s3://
+objects or server paths, read as the job's tenant), run the method's pipeline on the job's device
+(`ctx.device`; QAT's forward passes in bf16 autocast on CUDA, calibration and evaluation in
+float32), store the checkpoint, and announce it."""
 
 from __future__ import annotations
 
 import copy
+import functools
 import math
 
+from paperworks.shared.devices import autocast
 from paperworks.shared.errors import InvalidArgument
 from paperworks.shared.tasks.context import JobContext
 
@@ -41,27 +45,28 @@ def quant_config(params: QuantizeParams, seq_len: int) -> quantize.QuantConfig:
 
 
 def run_quantize(params: QuantizeParams, ctx: JobContext) -> dict:
-    ctx.progress(0, 1, stage="loading", message=f"{params.model.kind} model at {params.model.path}")
-    backend = data.open_model(params.model, device=ctx.device)
+    ctx.progress(0, 1, stage="loading", message=f"model {params.model.label}")
+    backend = data.open_model(params.model, ctx, device=ctx.device)
     try:
         methods.get(params.method).check(backend.module)
     except ValueError as exc:
         raise InvalidArgument("method", str(exc)) from None
     seq_len = min(params.seq_len, backend.max_length)
-    tokens = data.token_data(backend, data.load_texts(params.data), seq_len)
+    tokens = data.token_data(backend, data.load_texts(params.data, ctx), seq_len)
     cfg = quant_config(params, seq_len)
     teacher = backend.module.float()
-    student, info = quantize.quantize(teacher, tokens, cfg, _reporter(ctx))
+    student, info = quantize.quantize(teacher, tokens, cfg, _reporter(ctx), device=ctx.device,
+                                      amp=functools.partial(autocast, ctx.device))
     packed = quantize.pack(student)
     val = tokens.valid_windows(seq_len, 32)
     validation = {"base": _lm_metrics(teacher, val, backend.decode),
                   "quantized": _lm_metrics(packed, val, backend.decode)}
-    base = {"kind": params.model.kind, "path": params.model.path}
+    base = {"kind": params.model.kind, "source": params.model.source.model_dump(exclude_defaults=True)}
     blob, manifest = checkpoint.save(packed, params.method, base)
     model_ref = ctx.put_artifact(data.CHECKPOINT, blob, OCTET)
     manifest_ref = ctx.put_json(data.MANIFEST, manifest)
     ctx.announce_model(model_ref, f"{params.method} {manifest['bits_per_weight']:g}-bit checkpoint of "
-                       f"{params.model.kind} model {params.model.path} (manifest {manifest_ref['sha256']})")
+                       f"model {params.model.label} (manifest {manifest_ref['sha256']})")
     losses = info["losses"]
     return {"method": params.method, "bits_per_weight": manifest["bits_per_weight"],
             "bits_per_weight_with_scales": manifest["bits_per_weight_with_scales"],
@@ -76,12 +81,12 @@ def run_quantize(params: QuantizeParams, ctx: JobContext) -> dict:
 def run_evaluate(params: EvaluateParams, ctx: JobContext) -> dict:
     job_params, *shas = data.quantize_job(ctx.store, ctx.tenant, params.quantize_job_id, "quantize_job_id")
     blob, manifest = data.read_checkpoint(ctx.artifacts, *shas)
-    ctx.progress(0, 1, stage="loading", message=f"base model {job_params.model.path}")
-    backend = data.open_model(job_params.model, "quantize_job_id.model", ctx.device)
+    ctx.progress(0, 1, stage="loading", message=f"base model {job_params.model.label}")
+    backend = data.open_model(job_params.model, ctx, "quantize_job_id.model", ctx.device)
     base = backend.module.float()
     packed = checkpoint.load(blob, manifest, copy.deepcopy(base))
     seq_len = min(params.seq_len, backend.max_length)
-    tokens = data.token_data(backend, data.load_texts(params.data), seq_len)
+    tokens = data.token_data(backend, data.load_texts(params.data, ctx), seq_len).to(ctx.device)
     windows = tokens.windows(seq_len, params.windows)
     metrics = {}
     for i, (name, model) in enumerate((("base", base), ("quantized", packed))):

@@ -1,10 +1,17 @@
 """The quantizer service over real gRPC on the embedded stack: quantize a tiny decoder, watch its
 per-layer and per-step progress and its model-ready event (in the job's events and on the
-Kafka topic), serve it with Generate/Score on the packed kernels, evaluate it, and refuse
-model directories it cannot quantize with INVALID_ARGUMENT naming model.path."""
+Kafka topic), serve it with Generate/Score on the packed kernels, evaluate it; quantize, evaluate
+and serve a transformers model and text that a client in another working directory uploaded
+(then deleted: nothing is shared but the uploads); refuse model directories it cannot quantize
+with INVALID_ARGUMENT naming model.source.path, and Evaluate references to another tenant's job
+or to a job of another kind at submit."""
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
+import tarfile
+from pathlib import Path
 
 import grpc
 import pytest
@@ -140,7 +147,7 @@ def test_unsupported_models_are_invalid_argument_and_nothing_is_written(client, 
                           data=DATA)
         assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         violations = field_violations(exc.value)
-        assert [f for f, _ in violations] == ["model.path"] and reason in violations[0][1], violations
+        assert [f for f, _ in violations] == ["model.source.path"] and reason in violations[0][1], violations
     with pytest.raises(grpc.RpcError) as exc:
         client.submit("quantizer", "quantize", model={"kind": "tiny", "path": model_dir}, method="gptq",
                       data=DATA)
@@ -193,3 +200,79 @@ def test_transformers_families_quantize_evaluate_and_serve(client, tmp_path, fam
     request = quantizer_pb2.GenerateRequest(quantize_job_id=job.id, prompts=["def f("], max_new_tokens=4)
     reply = client.stub("quantizer").Generate(request, metadata=client.metadata, timeout=60)
     assert len(reply.completions[0].token_ids) >= 1
+
+
+@pytest.fixture(scope="module")
+def uploads(client, tmp_path_factory):
+    """{"upload": sha256} of a transformers GPT-2 folder (archived as `tar czf gpt2.tar.gz gpt2/`
+    does, the folder itself inside) and of a text file, uploaded by a client working in a folder
+    of its own; both are deleted before any job runs."""
+    from unit.backends.hf_models import save_gpt2
+
+    here = tmp_path_factory.mktemp("client-elsewhere")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(here)
+        save_gpt2(Path("gpt2"))
+        with tarfile.open("gpt2.tar.gz", "w:gz") as tar:
+            tar.add("gpt2")
+        Path("corpus.txt").write_text("\n".join(stdlib_texts(max_files=8, max_chars=4000, seed=1)))
+        model, text = client.upload(Path("gpt2.tar.gz")), client.upload(Path("corpus.txt"))
+        shutil.rmtree("gpt2")
+        for name in ("gpt2.tar.gz", "corpus.txt"):
+            Path(name).unlink()
+    return {"upload": model.artifact.sha256}, {"upload": text.artifact.sha256}
+
+
+@pytest.fixture(scope="module")
+def uploaded_job(client, uploads):
+    model, text = uploads
+    return finished(client, client.submit("quantizer", "quantize", model={"kind": "hf", "source": model},
+                                          method="rabit", data={"source": text}, token_budget=2 * 4 * 32,
+                                          init_sweeps=3, **SMALL))
+
+
+def test_a_model_and_text_uploaded_from_elsewhere_quantize_evaluate_and_serve(client, uploads, uploaded_job,
+                                                                             tmp_path):
+    assert uploaded_job.result["layers"] == 8 and uploaded_job.result["bits_per_weight"] == 2.0
+    paths = {p.name: p for p in client.pull_artifacts(uploaded_job.id, tmp_path)}
+    assert {name: hashlib.sha256(p.read_bytes()).hexdigest() for name, p in paths.items()} == {
+        a.name: a.sha256 for a in uploaded_job.artifacts}
+    manifest = json.loads(paths["manifest.json"].read_text())
+    assert manifest["base_model"] == {"kind": "hf", "source": uploads[0]}
+    ev = finished(client, client.submit("quantizer", "evaluate", quantize_job_id=uploaded_job.id,
+                                        data={"source": uploads[1]}, windows=4, seq_len=32))
+    assert ev.result["quantized"]["perplexity"] > 1
+    request = quantizer_pb2.GenerateRequest(quantize_job_id=uploaded_job.id, prompts=["def f("],
+                                            max_new_tokens=4)
+    reply = client.stub("quantizer").Generate(request, metadata=client.metadata, timeout=60)
+    assert len(reply.completions[0].token_ids) >= 1
+
+
+def test_uploads_that_are_not_model_folders_are_refused_at_submit(client, uploads):
+    before = len(client.list("quantizer", page_size=500)[0])
+    with pytest.raises(grpc.RpcError) as exc:  # a text file is no model folder
+        client.submit("quantizer", "quantize", model={"kind": "hf", "source": uploads[1]}, method="rtn",
+                      data=DATA)
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert [f for f, _ in field_violations(exc.value)] == ["model.source.upload"]
+    with Client(endpoints=client.endpoints, token=TOKENS["bob"]) as bob, pytest.raises(grpc.RpcError) as exc:
+        bob.submit("quantizer", "quantize", model={"kind": "hf", "source": uploads[0]}, method="rtn",
+                   data=DATA)
+    assert exc.value.code() == grpc.StatusCode.NOT_FOUND  # alice's upload is not bob's to name
+    assert exc.value.details().startswith("model.source.upload: no upload")
+    assert len(client.list("quantizer", page_size=500)[0]) == before
+
+
+def test_evaluate_refuses_a_wrong_kind_or_another_tenants_job_at_submit(client, stack, rabit_job):
+    evaluation = finished(client, client.submit("quantizer", "evaluate", quantize_job_id=rabit_job.id,
+                                                data=DATA, windows=2, seq_len=32))
+    before = len(client.list("quantizer", page_size=500)[0])
+    with pytest.raises(grpc.RpcError) as exc:
+        client.submit("quantizer", "evaluate", quantize_job_id=evaluation.id, data=DATA)
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "not quantize" in exc.value.details()
+    assert [f for f, _ in field_violations(exc.value)] == ["quantize_job_id"]
+    with Client(endpoints=stack.endpoints, token=TOKENS["bob"]) as bob, pytest.raises(grpc.RpcError) as exc:
+        bob.submit("quantizer", "evaluate", quantize_job_id=rabit_job.id, data=DATA)
+    assert exc.value.code() == grpc.StatusCode.NOT_FOUND
+    assert exc.value.details().startswith("quantize_job_id: no quantizer job")
+    assert len(client.list("quantizer", page_size=500)[0]) == before

@@ -51,7 +51,11 @@ def test_block_settings_travel_from_the_grpc_request_to_the_method_config():
 @pytest.mark.parametrize("change, field", [
     ({"bits": 3}, "bits"), ({"method": "gptq"}, "method"), ({"group_size": 6}, "group_size"),
     ({"model": {"kind": "onnx", "path": "/m"}}, "model.kind"),
-    ({"data": {"path": "/t", "stdlib": {}}}, "data"), ({"block_latent_lr": -0.1}, "block_latent_lr"),
+    ({"data": {"path": "/t", "stdlib": {}}}, "data"), ({"data": {}}, "data"),
+    ({"model": {"kind": "tiny"}}, "model.source"),
+    ({"data": {"source": {"upload": "x"}}}, "data.source.upload"),
+    ({"model": {"kind": "hf", "path": "/a", "source": {"path": "/b"}}}, "model"),
+    ({"block_latent_lr": -0.1}, "block_latent_lr"),
     ({"e2e_steps": -1}, "e2e_steps"), ({"e2e_latent_lr": 2.0}, "e2e_latent_lr"),
 ])
 def test_bad_parameters_name_their_field(change, field):
@@ -61,6 +65,16 @@ def test_bad_parameters_name_their_field(change, field):
     assert ".".join(str(p) for p in exc.value.errors()[0]["loc"]).startswith(field)
 
 
+def test_path_is_short_for_source_path():
+    p = QuantizeParams.model_validate({"model": {"kind": "tiny", "path": "/m"}, "method": "rtn",
+                                       "data": {"path": "/t"}})
+    assert (p.model.source.path, p.data.source.path, p.data.path) == ("/m", "/t", "/t")
+    sha = "a" * 64
+    p = QuantizeParams.model_validate({"model": {"kind": "hf", "source": {"upload": sha}}, "method": "rtn",
+                                       "data": {"source": {"upload": sha}}})
+    assert (p.model.source.upload, p.model.path, p.data.path) == (sha, "", "")
+
+
 def test_unusable_model_directories_are_invalid_argument_on_model_path(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "t5"}))
     cases = (("hf", tmp_path, "'t5' is not a causal language model"),
@@ -68,8 +82,8 @@ def test_unusable_model_directories_are_invalid_argument_on_model_path(tmp_path)
              ("hf", tmp_path / "x", "does not exist"))
     for kind, path, why in cases:
         with pytest.raises(InvalidArgument) as exc:
-            data.open_model(LocalModelSpec(kind=kind, path=str(path)))
-        assert exc.value.field == "model.path" and why in exc.value.message
+            data.open_model(LocalModelSpec(kind=kind, path=str(path)), None)
+        assert exc.value.field == "model.source.path" and why in exc.value.message
 
 
 def test_text_sources_read_files_and_folders_and_refuse_empty_ones(tmp_path):
@@ -77,21 +91,21 @@ def test_text_sources_read_files_and_folders_and_refuse_empty_ones(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "b.py").write_text("x = 1")
     (tmp_path / "skip.bin").write_bytes(b"\0")
-    assert data.load_texts(TextSource(path=str(tmp_path))) == ["hello", "x = 1"]
+    assert data.load_texts(TextSource(path=str(tmp_path)), None) == ["hello", "x = 1"]
     empty = tmp_path / "empty"
     empty.mkdir()
     for path, why in ((empty, "holds no text"), (tmp_path / "nope", "does not exist")):
         with pytest.raises(InvalidArgument) as exc:
-            data.load_texts(TextSource(path=str(path)))
-        assert exc.value.field == "data.path" and why in exc.value.message
+            data.load_texts(TextSource(path=str(path)), None)
+        assert exc.value.field == "data.source.path" and why in exc.value.message
 
 
 def test_the_submission_check_refuses_like_the_worker(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
     (tmp_path / "pytorch_model.bin").write_bytes(b"")
     with pytest.raises(InvalidArgument) as exc:
-        data.check_model(LocalModelSpec(kind="hf", path=str(tmp_path)))
-    assert exc.value.field == "model.path" and "pickle weights" in exc.value.message
+        data.check_model(LocalModelSpec(kind="hf", path=str(tmp_path)), None)
+    assert exc.value.field == "model.source.path" and "pickle weights" in exc.value.message
 
 
 def test_server_paths_must_lie_under_the_data_root_when_one_is_set(tmp_path, monkeypatch):
@@ -100,17 +114,17 @@ def test_server_paths_must_lie_under_the_data_root_when_one_is_set(tmp_path, mon
         folder.mkdir()
         (folder / "a.txt").write_text("hello")
     monkeypatch.setenv("PAPERWORKS_QUANTIZER_DATA_ROOT", str(root))
-    assert data.load_texts(TextSource(path=str(root))) == ["hello"]
-    refusals = ((data.load_texts, TextSource(path=str(outside)), "data.path"),
-                (data.open_model, LocalModelSpec(kind="tiny", path=str(outside)), "model.path"),
-                (data.check_model, LocalModelSpec(kind="hf", path=str(outside)), "model.path"))
+    assert data.load_texts(TextSource(path=str(root)), None) == ["hello"]
+    refusals = ((data.load_texts, TextSource(path=str(outside)), "data.source.path"),
+                (data.open_model, LocalModelSpec(kind="tiny", path=str(outside)), "model.source.path"),
+                (data.check_model, LocalModelSpec(kind="hf", path=str(outside)), "model.source.path"))
     for call, source, field in refusals:
         with pytest.raises(InvalidArgument) as exc:
-            call(source)
+            call(source, None)
         assert exc.value.field == field and "PAPERWORKS_QUANTIZER_DATA_ROOT" in exc.value.message
 
 
 def test_a_path_the_os_cannot_take_is_invalid_argument():
     with pytest.raises(InvalidArgument) as exc:
-        data.text_path("a\0b")
-    assert exc.value.field == "data.path"
+        data.text_path(TextSource(path="a\0b"), None)
+    assert exc.value.field == "data.source.path"

@@ -26,37 +26,37 @@ from paperworks.v1 import common_pb2 as paperworks_dot_v1_dot_common__pb2
 from paperworks.v1 import jobs_pb2 as paperworks_dot_v1_dot_jobs__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'paperworks/quantizer/v1/quantizer.proto\x12\x17paperworks.quantizer.v1\x1a\x1apaperworks/v1/common.proto\x1a\x18paperworks/v1/jobs.proto\"]\n\nTextSource\x12\x0e\n\x04path\x18\x01 \x01(\tH\x00\x12\x35\n\x06stdlib\x18\x02 \x01(\x0b\x32#.paperworks.quantizer.v1.StdlibTextH\x00\x42\x08\n\x06source\"^\n\nStdlibText\x12\x12\n\x05\x66iles\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x16\n\tmax_chars\x18\x02 \x01(\x05H\x01\x88\x01\x01\x12\x0c\n\x04seed\x18\x03 \x01(\x04\x42\x08\n\x06_filesB\x0c\n\n_max_chars\"\x90\x05\n\x15SubmitQuantizeRequest\x12\'\n\x05model\x18\x01 \x01(\x0b\x32\x18.paperworks.v1.ModelSpec\x12\x0e\n\x06method\x18\x02 \x01(\t\x12\x11\n\x04\x62its\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x31\n\x04\x64\x61ta\x18\x04 \x01(\x0b\x32#.paperworks.quantizer.v1.TextSource\x12\x14\n\x0ctoken_budget\x18\x05 \x01(\x03\x12 \n\x13\x63\x61libration_windows\x18\x06 \x01(\x05H\x01\x88\x01\x01\x12\x14\n\x07seq_len\x18\x07 \x01(\x05H\x02\x88\x01\x01\x12\x17\n\nbatch_size\x18\x08 \x01(\x05H\x03\x88\x01\x01\x12\x1a\n\rlearning_rate\x18\t \x01(\x01H\x04\x88\x01\x01\x12\x1a\n\rhidden_weight\x18\n \x01(\x01H\x05\x88\x01\x01\x12\x18\n\x0binit_sweeps\x18\x0b \x01(\x05H\x06\x88\x01\x01\x12\x13\n\x0bgreedy_init\x18\x0c \x01(\x08\x12\x18\n\x0b\x62lock_steps\x18\r \x01(\x05H\x07\x88\x01\x01\x12\x17\n\ngroup_size\x18\x0e \x01(\x05H\x08\x88\x01\x01\x12\x0c\n\x04seed\x18\x0f \x01(\x04\x12\x17\n\x0fidempotency_key\x18\x10 \x01(\t\x12\x17\n\x0f\x62lock_latent_lr\x18\x11 \x01(\x01\x12\x11\n\te2e_steps\x18\x12 \x01(\x05\x12\x15\n\re2e_latent_lr\x18\x13 \x01(\x01\x42\x07\n\x05_bitsB\x16\n\x14_calibration_windowsB\n\n\x08_seq_lenB\r\n\x0b_batch_sizeB\x10\n\x0e_learning_rateB\x10\n\x0e_hidden_weightB\x0e\n\x0c_init_sweepsB\x0e\n\x0c_block_stepsB\r\n\x0b_group_size\"9\n\x16SubmitQuantizeResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\xc0\x01\n\x15SubmitEvaluateRequest\x12\x17\n\x0fquantize_job_id\x18\x01 \x01(\t\x12\x31\n\x04\x64\x61ta\x18\x02 \x01(\x0b\x32#.paperworks.quantizer.v1.TextSource\x12\x14\n\x07windows\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x14\n\x07seq_len\x18\x04 \x01(\x05H\x01\x88\x01\x01\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\tB\n\n\x08_windowsB\n\n\x08_seq_len\"9\n\x16SubmitEvaluateResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\x8e\x01\n\x0fGenerateRequest\x12\x17\n\x0fquantize_job_id\x18\x01 \x01(\t\x12\x0f\n\x07prompts\x18\x02 \x03(\t\x12\x1b\n\x0emax_new_tokens\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0btemperature\x18\x04 \x01(\x01\x12\x0c\n\x04seed\x18\x05 \x01(\x04\x42\x11\n\x0f_max_new_tokens\"V\n\nCompletion\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x15\n\rfinish_reason\x18\x02 \x01(\t\x12\x11\n\ttoken_ids\x18\x03 \x03(\x03\x12\x10\n\x08logprobs\x18\x04 \x03(\x01\"L\n\x10GenerateResponse\x12\x38\n\x0b\x63ompletions\x18\x01 \x03(\x0b\x32#.paperworks.quantizer.v1.Completion\"O\n\x0cScoreRequest\x12\x17\n\x0fquantize_job_id\x18\x01 \x01(\t\x12\x0f\n\x07prompts\x18\x02 \x03(\t\x12\x15\n\rcontinuations\x18\x03 \x03(\t\"O\n\x11\x43ontinuationScore\x12\x10\n\x08logprobs\x18\x01 \x03(\x01\x12\x15\n\rtotal_logprob\x18\x02 \x01(\x01\x12\x11\n\ttoken_ids\x18\x03 \x03(\x03\"K\n\rScoreResponse\x12:\n\x06scores\x18\x01 \x03(\x0b\x32*.paperworks.quantizer.v1.ContinuationScore2\xb1\x03\n\x10QuantizerService\x12q\n\x0eSubmitQuantize\x12..paperworks.quantizer.v1.SubmitQuantizeRequest\x1a/.paperworks.quantizer.v1.SubmitQuantizeResponse\x12q\n\x0eSubmitEvaluate\x12..paperworks.quantizer.v1.SubmitEvaluateRequest\x1a/.paperworks.quantizer.v1.SubmitEvaluateResponse\x12_\n\x08Generate\x12(.paperworks.quantizer.v1.GenerateRequest\x1a).paperworks.quantizer.v1.GenerateResponse\x12V\n\x05Score\x12%.paperworks.quantizer.v1.ScoreRequest\x1a&.paperworks.quantizer.v1.ScoreResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'paperworks/quantizer/v1/quantizer.proto\x12\x17paperworks.quantizer.v1\x1a\x1apaperworks/v1/common.proto\x1a\x18paperworks/v1/jobs.proto\"\x86\x01\n\nTextSource\x12\x0e\n\x04path\x18\x01 \x01(\tH\x00\x12\x35\n\x06stdlib\x18\x02 \x01(\x0b\x32#.paperworks.quantizer.v1.StdlibTextH\x00\x12)\n\x06source\x18\x03 \x01(\x0b\x32\x17.paperworks.v1.InputRefH\x00\x42\x06\n\x04text\"^\n\nStdlibText\x12\x12\n\x05\x66iles\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x16\n\tmax_chars\x18\x02 \x01(\x05H\x01\x88\x01\x01\x12\x0c\n\x04seed\x18\x03 \x01(\x04\x42\x08\n\x06_filesB\x0c\n\n_max_chars\"\x90\x05\n\x15SubmitQuantizeRequest\x12\'\n\x05model\x18\x01 \x01(\x0b\x32\x18.paperworks.v1.ModelSpec\x12\x0e\n\x06method\x18\x02 \x01(\t\x12\x11\n\x04\x62its\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x31\n\x04\x64\x61ta\x18\x04 \x01(\x0b\x32#.paperworks.quantizer.v1.TextSource\x12\x14\n\x0ctoken_budget\x18\x05 \x01(\x03\x12 \n\x13\x63\x61libration_windows\x18\x06 \x01(\x05H\x01\x88\x01\x01\x12\x14\n\x07seq_len\x18\x07 \x01(\x05H\x02\x88\x01\x01\x12\x17\n\nbatch_size\x18\x08 \x01(\x05H\x03\x88\x01\x01\x12\x1a\n\rlearning_rate\x18\t \x01(\x01H\x04\x88\x01\x01\x12\x1a\n\rhidden_weight\x18\n \x01(\x01H\x05\x88\x01\x01\x12\x18\n\x0binit_sweeps\x18\x0b \x01(\x05H\x06\x88\x01\x01\x12\x13\n\x0bgreedy_init\x18\x0c \x01(\x08\x12\x18\n\x0b\x62lock_steps\x18\r \x01(\x05H\x07\x88\x01\x01\x12\x17\n\ngroup_size\x18\x0e \x01(\x05H\x08\x88\x01\x01\x12\x0c\n\x04seed\x18\x0f \x01(\x04\x12\x17\n\x0fidempotency_key\x18\x10 \x01(\t\x12\x17\n\x0f\x62lock_latent_lr\x18\x11 \x01(\x01\x12\x11\n\te2e_steps\x18\x12 \x01(\x05\x12\x15\n\re2e_latent_lr\x18\x13 \x01(\x01\x42\x07\n\x05_bitsB\x16\n\x14_calibration_windowsB\n\n\x08_seq_lenB\r\n\x0b_batch_sizeB\x10\n\x0e_learning_rateB\x10\n\x0e_hidden_weightB\x0e\n\x0c_init_sweepsB\x0e\n\x0c_block_stepsB\r\n\x0b_group_size\"9\n\x16SubmitQuantizeResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\xc0\x01\n\x15SubmitEvaluateRequest\x12\x17\n\x0fquantize_job_id\x18\x01 \x01(\t\x12\x31\n\x04\x64\x61ta\x18\x02 \x01(\x0b\x32#.paperworks.quantizer.v1.TextSource\x12\x14\n\x07windows\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x14\n\x07seq_len\x18\x04 \x01(\x05H\x01\x88\x01\x01\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\tB\n\n\x08_windowsB\n\n\x08_seq_len\"9\n\x16SubmitEvaluateResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\x8e\x01\n\x0fGenerateRequest\x12\x17\n\x0fquantize_job_id\x18\x01 \x01(\t\x12\x0f\n\x07prompts\x18\x02 \x03(\t\x12\x1b\n\x0emax_new_tokens\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0btemperature\x18\x04 \x01(\x01\x12\x0c\n\x04seed\x18\x05 \x01(\x04\x42\x11\n\x0f_max_new_tokens\"V\n\nCompletion\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x15\n\rfinish_reason\x18\x02 \x01(\t\x12\x11\n\ttoken_ids\x18\x03 \x03(\x03\x12\x10\n\x08logprobs\x18\x04 \x03(\x01\"L\n\x10GenerateResponse\x12\x38\n\x0b\x63ompletions\x18\x01 \x03(\x0b\x32#.paperworks.quantizer.v1.Completion\"O\n\x0cScoreRequest\x12\x17\n\x0fquantize_job_id\x18\x01 \x01(\t\x12\x0f\n\x07prompts\x18\x02 \x03(\t\x12\x15\n\rcontinuations\x18\x03 \x03(\t\"O\n\x11\x43ontinuationScore\x12\x10\n\x08logprobs\x18\x01 \x03(\x01\x12\x15\n\rtotal_logprob\x18\x02 \x01(\x01\x12\x11\n\ttoken_ids\x18\x03 \x03(\x03\"K\n\rScoreResponse\x12:\n\x06scores\x18\x01 \x03(\x0b\x32*.paperworks.quantizer.v1.ContinuationScore2\xb1\x03\n\x10QuantizerService\x12q\n\x0eSubmitQuantize\x12..paperworks.quantizer.v1.SubmitQuantizeRequest\x1a/.paperworks.quantizer.v1.SubmitQuantizeResponse\x12q\n\x0eSubmitEvaluate\x12..paperworks.quantizer.v1.SubmitEvaluateRequest\x1a/.paperworks.quantizer.v1.SubmitEvaluateResponse\x12_\n\x08Generate\x12(.paperworks.quantizer.v1.GenerateRequest\x1a).paperworks.quantizer.v1.GenerateResponse\x12V\n\x05Score\x12%.paperworks.quantizer.v1.ScoreRequest\x1a&.paperworks.quantizer.v1.ScoreResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'paperworks.quantizer.v1.quantizer_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TEXTSOURCE']._serialized_start=122
-  _globals['_TEXTSOURCE']._serialized_end=215
-  _globals['_STDLIBTEXT']._serialized_start=217
-  _globals['_STDLIBTEXT']._serialized_end=311
-  _globals['_SUBMITQUANTIZEREQUEST']._serialized_start=314
-  _globals['_SUBMITQUANTIZEREQUEST']._serialized_end=970
-  _globals['_SUBMITQUANTIZERESPONSE']._serialized_start=972
-  _globals['_SUBMITQUANTIZERESPONSE']._serialized_end=1029
-  _globals['_SUBMITEVALUATEREQUEST']._serialized_start=1032
-  _globals['_SUBMITEVALUATEREQUEST']._serialized_end=1224
-  _globals['_SUBMITEVALUATERESPONSE']._serialized_start=1226
-  _globals['_SUBMITEVALUATERESPONSE']._serialized_end=1283
-  _globals['_GENERATEREQUEST']._serialized_start=1286
-  _globals['_GENERATEREQUEST']._serialized_end=1428
-  _globals['_COMPLETION']._serialized_start=1430
-  _globals['_COMPLETION']._serialized_end=1516
-  _globals['_GENERATERESPONSE']._serialized_start=1518
-  _globals['_GENERATERESPONSE']._serialized_end=1594
-  _globals['_SCOREREQUEST']._serialized_start=1596
-  _globals['_SCOREREQUEST']._serialized_end=1675
-  _globals['_CONTINUATIONSCORE']._serialized_start=1677
-  _globals['_CONTINUATIONSCORE']._serialized_end=1756
-  _globals['_SCORERESPONSE']._serialized_start=1758
-  _globals['_SCORERESPONSE']._serialized_end=1833
-  _globals['_QUANTIZERSERVICE']._serialized_start=1836
-  _globals['_QUANTIZERSERVICE']._serialized_end=2269
+  _globals['_TEXTSOURCE']._serialized_start=123
+  _globals['_TEXTSOURCE']._serialized_end=257
+  _globals['_STDLIBTEXT']._serialized_start=259
+  _globals['_STDLIBTEXT']._serialized_end=353
+  _globals['_SUBMITQUANTIZEREQUEST']._serialized_start=356
+  _globals['_SUBMITQUANTIZEREQUEST']._serialized_end=1012
+  _globals['_SUBMITQUANTIZERESPONSE']._serialized_start=1014
+  _globals['_SUBMITQUANTIZERESPONSE']._serialized_end=1071
+  _globals['_SUBMITEVALUATEREQUEST']._serialized_start=1074
+  _globals['_SUBMITEVALUATEREQUEST']._serialized_end=1266
+  _globals['_SUBMITEVALUATERESPONSE']._serialized_start=1268
+  _globals['_SUBMITEVALUATERESPONSE']._serialized_end=1325
+  _globals['_GENERATEREQUEST']._serialized_start=1328
+  _globals['_GENERATEREQUEST']._serialized_end=1470
+  _globals['_COMPLETION']._serialized_start=1472
+  _globals['_COMPLETION']._serialized_end=1558
+  _globals['_GENERATERESPONSE']._serialized_start=1560
+  _globals['_GENERATERESPONSE']._serialized_end=1636
+  _globals['_SCOREREQUEST']._serialized_start=1638
+  _globals['_SCOREREQUEST']._serialized_end=1717
+  _globals['_CONTINUATIONSCORE']._serialized_start=1719
+  _globals['_CONTINUATIONSCORE']._serialized_end=1798
+  _globals['_SCORERESPONSE']._serialized_start=1800
+  _globals['_SCORERESPONSE']._serialized_end=1875
+  _globals['_QUANTIZERSERVICE']._serialized_start=1878
+  _globals['_QUANTIZERSERVICE']._serialized_end=2311
 # @@protoc_insertion_point(module_scope)

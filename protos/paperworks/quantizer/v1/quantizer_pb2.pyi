@@ -9,12 +9,14 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class TextSource(_message.Message):
-    __slots__ = ("path", "stdlib")
+    __slots__ = ("path", "stdlib", "source")
     PATH_FIELD_NUMBER: _ClassVar[int]
     STDLIB_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
     path: str
     stdlib: StdlibText
-    def __init__(self, path: _Optional[str] = ..., stdlib: _Optional[_Union[StdlibText, _Mapping]] = ...) -> None: ...
+    source: _common_pb2.InputRef
+    def __init__(self, path: _Optional[str] = ..., stdlib: _Optional[_Union[StdlibText, _Mapping]] = ..., source: _Optional[_Union[_common_pb2.InputRef, _Mapping]] = ...) -> None: ...
 
 class StdlibText(_message.Message):
     __slots__ = ("files", "max_chars", "seed")
