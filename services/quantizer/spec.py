@@ -89,7 +89,7 @@ SPEC = ServiceSpec(
     grpc_module="paperworks.quantizer.v1.quantizer_pb2_grpc",
     grpc_service="QuantizerService",
     port=50053,
-    kernel_ops=("binary_linear", "int2_linear", "lattice_linear"),
+    kernel_ops=("binary_linear", "int2_linear"),  # the lattice path runs on int2_linear
     kinds={
         "quantize": JobKind(
             name="quantize",

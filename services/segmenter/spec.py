@@ -156,6 +156,7 @@ SPEC = ServiceSpec(
     grpc_module="paperworks.segmenter.v1.segmenter_pb2_grpc",
     grpc_service="SegmenterService",
     port=50056,
+    kernel_ops=("grid_contract",),
     kinds={
         "fit_minor_params": _kind(
             "fit_minor_params",
