@@ -127,16 +127,16 @@ def kernel_speed() -> dict:
 def service_jobs(devices: list[str]) -> dict:
     """Each service's smallest job (jobs.JOBS) on a stack whose workers run on each device."""
     from paperworks.shared.sdk.client import Client
-    from support import start_stack
+    from support import TOKENS, start_stack
 
     out = {}
     for device in devices:
         with tempfile.TemporaryDirectory(prefix=f"gpu-check-{device.replace(':', '')}-") as tmp:
-            stack = start_stack(Path(tmp), services=tuple(jobs.JOBS), PAPERWORKS_DEVICE=device,
-                                PAPERWORKS_AUTH_TOKENS="")
+            stack = start_stack(Path(tmp), services=tuple(jobs.JOBS), PAPERWORKS_DEVICE=device)
             try:
-                with Client(endpoints=stack.endpoints) as client:
-                    for service, (kind, params) in jobs.JOBS.items():
+                with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as client:
+                    for service, (kind, prepare) in jobs.JOBS.items():
+                        params = prepare(client, Path(tmp) / f"inputs-{service}")
                         start = time.perf_counter()
                         job = client.wait(client.submit(service, kind, **params).id, timeout=240)
                         wall = time.perf_counter() - start

@@ -1,11 +1,42 @@
-"""Each service's smallest real job for `make gpu-check`: (kind, parameters) on inputs the
-service makes itself (synthetic worlds, the project's tiny models), so the check needs no data
-and no network. Services whose methods use no torch (ops) are left out: they own no device."""
+"""Each service's smallest real job for `make gpu-check`: (kind, parameters) on inputs the check
+makes itself (synthetic worlds, the project's tiny models written by the services' example-input
+writers and uploaded), so it needs no data and no network. `prepare(client, folder)` returns the
+parameters. Services whose methods use no torch (ops) are left out: they own no device."""
 from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
 
 from paperworks.shared.sdk.states import PROTO_TO_STATE
 
-JOBS: dict[str, tuple[str, dict]] = {}
+BUILTIN = {"target": {"kind": "builtin", "builtin": "planted-target"},
+           "judge": {"kind": "builtin", "builtin": "lexicon-judge"},  # the MiniLM embedder: torch
+           "generator": {"kind": "builtin", "builtin": "template-generator"}}
+
+
+def _quantize(client, folder: Path) -> dict:
+    from paperworks.services.quantizer.data import write_examples
+
+    write_examples(folder, steps=20)
+    model = client.upload(folder / "tiny-model").artifact.sha256
+    corpus = client.upload(folder / "corpus.txt").artifact.sha256
+    return {"model": {"kind": "tiny", "source": {"upload": model}}, "data": {"source": {"upload": corpus}},
+            "method": "rabit", "seq_len": 32, "token_budget": 2560, "init_sweeps": 5}
+
+
+def _fixed(params: dict) -> Callable:
+    return lambda client, folder: params
+
+
+JOBS: dict[str, tuple[str, Callable]] = {
+    "bias": ("generate_benchmark", _fixed({**BUILTIN, "budget_target_calls": 40, "benchmark_size": 6})),
+    "quantizer": ("quantize", _quantize),
+    "segmenter": ("train_denoiser", _fixed({"dataset": {"synthetic": {"seed": 1, "count": 3, "size": 24}},
+                                            "steps": 20})),
+    "urban": ("pretrain", _fixed({"dataset": {"synthetic": {"seed": 7, "cities": 2,
+                                                            "locations_per_city": 60}},
+                                  "embed_dim": 16, "heads": 2, "layers": 1, "steps": 30, "batch_size": 64})),
+}
 
 
 def state(job) -> str:
