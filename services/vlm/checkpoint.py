@@ -1,0 +1,47 @@
+"""The saved form of a TinyVLM (`model.safetensors`): weights as safetensors (no pickles), the
+architecture and what it was trained for as JSON metadata."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+from paperworks.services.vlm.tinyvlm import TinyVLM, VLMConfig
+from paperworks.shared.errors import InvalidArgument
+from safetensors.torch import load as st_load
+from safetensors.torch import save as st_save
+
+FORMAT = "paperworks.vlm.tinyvlm/1"
+MODEL = "model.safetensors"
+
+
+def to_bytes(model: TinyVLM, info: dict) -> bytes:
+    tensors = {k: v.detach().float().cpu().contiguous() for k, v in model.state_dict().items()}
+    return st_save(
+        tensors,
+        metadata={"format": FORMAT, "config": json.dumps(model.config.as_dict()), "info": json.dumps(info)},
+    )
+
+
+def _metadata(data: bytes) -> dict[str, str]:
+    size = int.from_bytes(data[:8], "little")
+    return json.loads(data[8 : 8 + size]).get("__metadata__", {}) or {}
+
+
+def from_bytes(data: bytes, device: str, field: str = "model_job_id") -> tuple[TinyVLM, dict]:
+    """(model on `device`, its info); anything but a TinyVLM checkpoint is INVALID_ARGUMENT on `field`."""
+    try:
+        meta = _metadata(data)
+        if meta.get("format") != FORMAT:
+            raise ValueError("not a TinyVLM checkpoint")
+        model = TinyVLM(VLMConfig(**json.loads(meta["config"])))
+        model.load_state_dict(st_load(data))
+    except (ValueError, KeyError, RuntimeError, TypeError, json.JSONDecodeError) as exc:
+        raise InvalidArgument(
+            field, f"the job's model.safetensors is not a TinyVLM checkpoint: {exc}"
+        ) from None
+    return model.to(device).eval(), json.loads(meta.get("info", "{}"))
+
+
+def parameters(model: torch.nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())

@@ -1,0 +1,134 @@
+"""VlmService: the thin gRPC edge. Submit* check the jobs a request builds on (the tenant's, of a
+kind that stores what is needed, SUCCEEDED) and hand jobs to the runtime; Answer loads the tenant's
+model (cached by artifact hash, on this server's device: `shared.devices.device`) and answers one
+image + text query inline."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import torch
+from paperworks.services.vlm import checkpoint
+from paperworks.services.vlm.spec import MODEL_KINDS
+from paperworks.services.vlm.tinyvlm import COLORS, IMAGE_SIZE, answer_logprobs, encode
+from paperworks.shared.devices import device
+from paperworks.shared.errors import InvalidArgument
+from paperworks.shared.job_refs import finished_job, job_artifact
+from paperworks.shared.rpc.model_cache import ModelCache
+from paperworks.shared.rpc.runtime import ServiceRuntime
+from paperworks.shared.rpc.status import rpc_method
+from paperworks.shared.rpc.tensors import to_numpy
+from paperworks.vlm.v1 import vlm_pb2, vlm_pb2_grpc
+
+CACHE_SIZE = 8
+MAX_WORDS = 24
+MAX_TEXT_CHARS = 1000
+
+
+class VlmServicer(vlm_pb2_grpc.VlmServiceServicer):
+    def __init__(self, rt: ServiceRuntime):
+        self.rt = rt
+        self.cache = ModelCache(CACHE_SIZE)
+        self.device = device()
+
+    def _model_job(self, tenant: str, job_id: str, field: str, kinds=MODEL_KINDS):
+        job = finished_job(self.rt.store, tenant, "vlm", job_id, field)
+        if job.kind not in kinds:
+            raise InvalidArgument(field, f"job {job_id} is a {job.kind} job, not one of {', '.join(kinds)}")
+        return job
+
+    async def _check(self, context, job_id: str, field: str, kinds=MODEL_KINDS) -> None:
+        """Refused at submit, not in the worker: a job that is not this tenant's SUCCEEDED job of `kinds`."""
+        await asyncio.to_thread(self._model_job, self.rt.tenant(context), job_id, field, kinds)
+
+    @rpc_method
+    async def SubmitPretrain(self, request, context):
+        return vlm_pb2.SubmitPretrainResponse(job=await self.rt.submit(context, "pretrain", request))
+
+    @rpc_method
+    async def SubmitBuildConflictSet(self, request, context):
+        return vlm_pb2.SubmitBuildConflictSetResponse(
+            job=await self.rt.submit(context, "build_conflict_set", request)
+        )
+
+    @rpc_method
+    async def SubmitAuditModalityFollowing(self, request, context):
+        await self._check(context, request.model_job_id, "model_job_id")
+        return vlm_pb2.SubmitAuditModalityFollowingResponse(
+            job=await self.rt.submit(context, "audit_modality_following", request)
+        )
+
+    @rpc_method
+    async def SubmitSteerPreference(self, request, context):
+        await self._check(context, request.audit_job_id, "audit_job_id", ("audit_modality_following",))
+        return vlm_pb2.SubmitSteerPreferenceResponse(
+            job=await self.rt.submit(context, "steer_preference", request)
+        )
+
+    @rpc_method
+    async def SubmitTrainRL(self, request, context):
+        await self._check(context, request.model_job_id, "model_job_id")
+        return vlm_pb2.SubmitTrainRLResponse(job=await self.rt.submit(context, "train_rl", request))
+
+    def _answer(self, tenant: str, request) -> vlm_pb2.AnswerResponse:
+        image, tokens = _query(request)
+        self._model_job(tenant, request.model_job_id, "model_job_id")
+        raw, sha = job_artifact(
+            self.rt.store,
+            self.rt.artifacts,
+            tenant,
+            "vlm",
+            request.model_job_id,
+            checkpoint.MODEL,
+            "model_job_id",
+        )
+        model, _ = self.cache.get(sha, lambda: checkpoint.from_bytes(raw, self.device))
+        if len(tokens) > model.config.max_text:
+            raise InvalidArgument("text", f"at most {model.config.max_text} words for this model")
+        with torch.no_grad():
+            logits = model(
+                torch.as_tensor(image[None], device=self.device),
+                torch.as_tensor([tokens], device=self.device),
+            )
+            p = answer_logprobs(logits).exp()[0].double().cpu().numpy()
+        return vlm_pb2.AnswerResponse(
+            answer=COLORS[int(p.argmax())], options=list(COLORS), probabilities=p.tolist()
+        )
+
+    @rpc_method
+    async def Answer(self, request, context):
+        tenant = self.rt.tenant(context)
+        if not request.model_job_id:
+            raise InvalidArgument("model_job_id", "name the vlm job whose model answers")
+        return await asyncio.to_thread(self._answer, tenant, request)
+
+
+def _query(request) -> tuple[np.ndarray, list[int]]:
+    """The request's image as (16, 16, 3) float32 in [0, 1] and its text as word ids, checked
+    before any model is loaded."""
+    image = to_numpy(request.image, "image")
+    if image.shape != (IMAGE_SIZE, IMAGE_SIZE, 3):
+        raise InvalidArgument(
+            "image.shape", f"must be [{IMAGE_SIZE}, {IMAGE_SIZE}, 3], not {list(image.shape)}"
+        )
+    if image.dtype == np.uint8:
+        image = image.astype(np.float32) / 255.0
+    elif image.dtype in (np.float16, np.float32, np.float64):
+        image = image.astype(np.float32)
+        if not np.isfinite(image).all() or image.min() < 0 or image.max() > 1:
+            raise InvalidArgument("image.data", "float pixels must be finite and in [0, 1]")
+    else:
+        raise InvalidArgument("image.dtype", "must be float32 (0..1) or uint8 (0..255)")
+    if len(request.text) > MAX_TEXT_CHARS:
+        raise InvalidArgument("text", f"at most {MAX_TEXT_CHARS} characters")
+    words = request.text.split()
+    if not words:
+        raise InvalidArgument("text", "ask a question, e.g. 'what color is the circle ?'")
+    if len(words) > MAX_WORDS:
+        raise InvalidArgument("text", f"at most {MAX_WORDS} words")
+    try:
+        tokens = encode(words)
+    except KeyError as exc:
+        raise InvalidArgument("text", f"word {exc.args[0]!r} is not in the model's vocabulary") from None
+    return image, tokens

@@ -1,0 +1,216 @@
+"""The vlm service as the platform sees it: the small VLM, modality-following audits and steering,
+and RL fine-tuning (GRPO | DAPO | CFPO | PAPO).
+
+Import-light (pydantic only). A request field whose zero is not its default is `optional` in the
+proto: left unset, it is omitted and the default below applies (an explicit 0 is validated).
+"""
+
+from typing import Annotated, Literal
+
+from paperworks.shared.inputs import InputRefParams
+from paperworks.shared.registry import JobKind, ServiceSpec
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+Seed = Annotated[int, Field(default=0, ge=0, le=2**63 - 1)]
+JobId = Annotated[str, Field(min_length=1, max_length=128)]
+# the job kinds whose `model.safetensors` is a TinyVLM (a model_job_id may name any of them)
+MODEL_KINDS = ("pretrain", "steer_preference", "train_rl")
+
+
+class PretrainParams(BaseModel):
+    task: Literal["modality_mix", "shortcut_vqa"] = "modality_mix"
+    # modality_mix: the share of text-only and of image-only items (the rest are consistent
+    # bimodal); the skew is what gives the model its inherent modality preference
+    text_fraction: float = Field(default=0.8, ge=0.0, le=1.0)
+    image_fraction: float = Field(default=0.1, ge=0.0, le=1.0)
+    # shortcut_vqa: how often the asked shape has its prior colour in training
+    prior_strength: float = Field(default=0.8, ge=0.0, le=1.0)
+    d_model: int = Field(default=32, ge=8, le=256)
+    heads: int = Field(default=4, ge=1, le=16)
+    vision_layers: int = Field(default=1, ge=1, le=8)
+    lm_layers: int = Field(default=4, ge=1, le=12)
+    steps: int = Field(default=300, ge=1, le=100_000)
+    batch_size: int = Field(default=64, ge=1, le=4096)
+    learning_rate: float = Field(default=3e-3, gt=0.0, le=1.0)
+    seed: Seed = 0
+
+    @model_validator(mode="after")
+    def consistent(self):
+        if self.text_fraction + self.image_fraction > 1.0:
+            raise ValueError("text_fraction + image_fraction must be at most 1")
+        if self.d_model % self.heads:
+            raise ValueError(f"heads ({self.heads}) must divide d_model ({self.d_model})")
+        return self
+
+
+class SyntheticGrid(BaseModel):
+    seed: Seed = 0
+    per_cell: int = Field(default=40, ge=1, le=2000)
+
+
+class BuildConflictSetParams(SyntheticGrid):
+    pass
+
+
+UncertaintyIndex = Literal["entropy", "one_minus_max", "one_minus_margin"]
+
+
+class AuditParams(BaseModel):
+    model_job_id: JobId
+    # a conflict_set.npz: a build_conflict_set job's artifact, an upload, an s3:// object or a path
+    conflict_set: InputRefParams | None = None
+    synthetic: SyntheticGrid | None = None
+    indices: list[UncertaintyIndex] = Field(default=["entropy", "one_minus_max"], min_length=1, max_length=3)
+    bins: int = Field(default=10, ge=3, le=50)
+    bootstrap: int = Field(default=200, ge=10, le=5000)
+    epsilon: float = Field(default=0.1, gt=0.0, le=1.0)
+    seed: Seed = 0
+
+    @field_validator("indices", mode="before")
+    @classmethod
+    def _empty_means_default(cls, value):
+        return value or ["entropy", "one_minus_max"]
+
+    @model_validator(mode="after")
+    def one_source(self):
+        if (self.conflict_set is None) == (self.synthetic is None):
+            raise ValueError("set exactly one of conflict_set and synthetic")
+        if len(set(self.indices)) != len(self.indices):
+            raise ValueError("indices: each index at most once")
+        return self
+
+
+class SteerParams(BaseModel):
+    audit_job_id: JobId
+    target_modality: Literal["vision", "text"] = "vision"
+    selection: Literal["boundary", "easy"] = "boundary"
+    cases: int = Field(default=200, ge=1, le=100_000)
+    epsilon: float = Field(default=0.1, gt=0.0, le=1.0)
+    steps: int = Field(default=60, ge=1, le=100_000)
+    batch_size: int = Field(default=32, ge=1, le=4096)
+    learning_rate: float = Field(default=1e-3, gt=0.0, le=1.0)
+    eval_per_cell: int = Field(default=40, ge=1, le=2000)
+    seed: Seed = 0
+
+
+class TrainRLParams(BaseModel):
+    model_job_id: JobId
+    algorithm: Literal["grpo", "dapo", "cfpo", "papo"] = "cfpo"
+    base: Literal["grpo", "dapo"] = "grpo"
+    steps: int = Field(default=100, ge=1, le=100_000)
+    prompts: int = Field(default=16, ge=1, le=4096)
+    group_size: int = Field(default=5, ge=2, le=64)
+    learning_rate: float = Field(default=3e-4, gt=0.0, le=1.0)
+    updates: int = Field(default=2, ge=1, le=16)
+    # unset: the paper's value for the algorithm and base (RLConfig.preset)
+    kl_beta: float | None = Field(default=None, ge=0.0, le=10.0)
+    clip_high: float | None = Field(default=None, gt=0.0, le=10.0)
+    gamma: float | None = Field(default=None, ge=0.0, le=10.0)
+    entropy: float | None = Field(default=None, ge=0.0, le=10.0)
+    prior_strength: float = Field(default=0.8, ge=0.0, le=1.0)
+    eval_items: int = Field(default=300, ge=10, le=100_000)
+    seed: Seed = 0
+
+
+def _kind(name, params, rpc, description, result):
+    return JobKind(
+        name=name,
+        params=params,
+        handler=f"paperworks.services.vlm.tasks:run_{name}",
+        submit_rpc=rpc,
+        description=description,
+        result=result,
+    )
+
+
+SPEC = ServiceSpec(
+    name="vlm",
+    description="Modality following (arXiv 2511.02243) and CFPO counterfactual policy optimization "
+    "(arXiv 2606.23206) on a small vision-language model trained on generated data.",
+    servicer="paperworks.services.vlm.servicer:VlmServicer",
+    grpc_module="paperworks.vlm.v1.vlm_pb2_grpc",
+    grpc_service="VlmService",
+    port=50058,  # host port in Compose (services/README.md step 10); never changes
+    kinds={
+        "pretrain": _kind(
+            "pretrain",
+            PretrainParams,
+            "SubmitPretrain",
+            "generated data -> TinyVLM (model.safetensors, announced)",
+            {
+                "task": "modality_mix or shortcut_vqa",
+                "final_loss": "mean cross-entropy of the last 10% of steps (nats)",
+                "text_only_accuracy": "modality_mix: held-out text-only accuracy (fraction)",
+                "image_only_accuracy": "modality_mix: held-out image-only accuracy (fraction)",
+                "bimodal_accuracy": "modality_mix: held-out consistent bimodal accuracy (fraction)",
+                "in_distribution_accuracy": "shortcut_vqa: accuracy on the training distribution (fraction)",
+                "anti_prior_accuracy": "shortcut_vqa: accuracy where the language prior is wrong (fraction)",
+                "visual_dependency": "shortcut_vqa: accuracy drop when the image is blanked (fraction)",
+                "parameters": "model parameters (count)",
+            },
+        ),
+        "build_conflict_set": _kind(
+            "build_conflict_set",
+            BuildConflictSetParams,
+            "SubmitBuildConflictSet",
+            "seed, per_cell -> conflict_set.npz over the 5 x 5 difficulty grid",
+            {
+                "items": "conflict items (count)",
+                "cells": "difficulty cells (count)",
+                "per_cell": "items per cell (count)",
+            },
+        ),
+        "audit_modality_following": _kind(
+            "audit_modality_following",
+            AuditParams,
+            "SubmitAuditModalityFollowing",
+            "model + conflict set -> following curve, balance point + CI, TFR/VFR, oscillations",
+            {
+                "balance_point": "dH where P(follow text) = 0.5, first index (normalized-entropy units)",
+                "ci_low": "bootstrap 2.5% of the balance point",
+                "ci_high": "bootstrap 97.5% of the balance point",
+                "spearman": "Spearman rho of the binned P(follow text) vs dH, first index (-1..1)",
+                "spearman_p": "item-level Spearman p-value, first index",
+                "balance_points": "balance point per index (that index's units)",
+                "tfr": "text-following ratio (fraction of items)",
+                "vfr": "vision-following ratio (fraction)",
+                "oscillations_ambiguous": "mean logit-lens switches, |dH - x*| < epsilon (count)",
+                "oscillations_clear": "mean logit-lens switches, |dH - x*| > 2 epsilon (count)",
+                "items": "conflict items audited (count)",
+            },
+        ),
+        "steer_preference": _kind(
+            "steer_preference",
+            SteerParams,
+            "SubmitSteerPreference",
+            "audit -> SFT on boundary (or easy) cases -> steered model (announced), held-out re-audit",
+            {
+                "cases": "SFT items selected (count)",
+                "within_epsilon": "of them, |dH - x*| < epsilon (count)",
+                "balance_point_before": "held-out balance point before SFT (entropy units)",
+                "balance_point_after": "held-out balance point after SFT (entropy units)",
+                "shift_toward_target": "balance-point move toward the target modality (entropy units)",
+                "target_following_before": "held-out mean over grid cells of following the target (fraction)",
+                "target_following_after": "the same after SFT (fraction)",
+                "oscillations_before": "held-out mean logit-lens switches, ambiguous band (count)",
+                "oscillations_after": "the same after SFT (count)",
+            },
+        ),
+        "train_rl": _kind(
+            "train_rl",
+            TrainRLParams,
+            "SubmitTrainRL",
+            "model -> GRPO | DAPO | CFPO | PAPO on the shortcut VQA task -> model (announced)",
+            {
+                "algorithm": "grpo, dapo, cfpo or papo (with base)",
+                "final_reward": "mean reward, last 10 steps (0..1)",
+                "in_distribution_accuracy": "held-out accuracy, training distribution (fraction)",
+                "anti_prior_accuracy": "held-out accuracy where the language prior is wrong (fraction)",
+                "visual_dependency": "in-distribution accuracy drop when the image is blanked (fraction)",
+                "blank_accuracy": "in-distribution accuracy with the image blanked (fraction)",
+                "kl": "last step's k3 KL to the reference (nats; 0 without a reference)",
+                "discrepancy": "last step's maximised k3 to the counterfactual / masked policy (nats)",
+            },
+        ),
+    },
+)
