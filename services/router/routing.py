@@ -1,9 +1,11 @@
 """Online routing with a trained policy: features in, one decision out, at most one remote call.
 
 `load_router` turns a policy artifact into a ready router (modules rebuilt from the artifact's
-tensors, the local LM loaded once). `route` is the whole Route computation without gRPC, so it
-is tested and benchmarked directly; `decision_ms` times only the decision given the features
-(the rejector or decision-module forward and the argmax), which is what the issue bounds at 5 ms.
+tensors, the local LM loaded once, all on the server's device; a model folder the policy names is
+made local for the caller's tenant, `inputs`). `route` is the whole Route computation without
+gRPC, so it is tested and benchmarked directly; `decision_ms` times only the decision given the
+features (the rejector or decision-module forward and the argmax, with the features' copy to the
+device), which is what the issue bounds at 5 ms.
 
 An executed remote call speaks the agent model's `api` (chat, the default: /v1/chat/completions with
 the request text as one user message; or the legacy /v1/completions). The answer comes back whole
@@ -29,7 +31,9 @@ from paperworks.services.router.spec import ModelSpec
 from paperworks.shared.backends import BackendError, InvalidRequest, load_backend
 from paperworks.shared.backends.tiny import TinyBackend
 from paperworks.shared.backends.tiny_model import TinyConfig, TinyDecoder
+from paperworks.shared.devices import autocast
 from paperworks.shared.errors import FailedPrecondition, InvalidArgument, PaperworksError
+from paperworks.shared.inputs import InputScope
 
 DEFAULT_ANSWER_TOKENS = 256
 MAX_ANSWER_TOKENS = 4096
@@ -69,14 +73,15 @@ class Decision:
 class RejectorRouter:
     kind = "rejector"
 
-    def __init__(self, policy: Policy) -> None:
+    def __init__(self, policy: Policy, device: str = "cpu") -> None:
         meta = policy.meta
         self.meta = meta
+        self.device = device
         self.agents = meta["agents"]
         self.input = meta["input"]
         self.module = Rejector(self.input["dim"], len(self.agents), meta["hidden"])
         self.module.load_state_dict(policy.state("rejector"))
-        self.module.eval()
+        self.module.to(device).eval()
 
     def features(self, text: str | None, features: np.ndarray | None) -> np.ndarray:
         if self.input["kind"] == "minilm":
@@ -84,7 +89,7 @@ class RejectorRouter:
                 raise InvalidArgument("text", "this policy routes text (it was trained on MiniLM embeddings)")
             from paperworks.services.router.embed import minilm
 
-            return minilm().embed([text])
+            return minilm(self.device).embed([text])
         if features is None:
             raise InvalidArgument(
                 "features", f"this policy routes feature vectors of length {self.input['dim']}"
@@ -94,7 +99,8 @@ class RejectorRouter:
     @torch.no_grad()
     def decide(self, x: np.ndarray) -> Decision:
         start = time.perf_counter()
-        scores = torch.softmax(self.module(torch.as_tensor(x, dtype=torch.float32)), dim=1)[0].numpy()
+        x = torch.as_tensor(x, dtype=torch.float32, device=self.device)
+        scores = torch.softmax(self.module(x), dim=1)[0].cpu().numpy()
         index = int(scores.argmax())
         elapsed = (time.perf_counter() - start) * 1000
         names = [a["name"] for a in self.agents]
@@ -113,15 +119,18 @@ class RejectorRouter:
 class SDRRouter:
     kind = "sdr"
 
-    def __init__(self, policy: Policy, open_announced=None, device: str = "cpu") -> None:
+    def __init__(
+        self, policy: Policy, open_announced=None, device: str = "cpu", inputs: InputScope | None = None
+    ) -> None:
         meta = policy.meta
         self.meta = meta
+        self.device = device
         self.options = meta["options"]
         self.costs = np.array([o["cost"] for o in self.options])
         d = meta["decider"]
         self.module = QualityHeads(d["dim"], d["projected"], d["options"], d["hidden"])
         self.module.load_state_dict(policy.state("decider"))
-        self.module.eval()
+        self.module.to(device).eval()
         local = meta["local"]
         if "embedded_tiny" in local:
             lm = TinyDecoder(TinyConfig(**local["embedded_tiny"]))
@@ -133,7 +142,8 @@ class SDRRouter:
             source = local["announced"]
             self.backend = open_announced(source["service"], source["job_id"], "policy_job_id")[1]
         else:
-            self.backend = load_backend(dataclasses.replace(ModelSpec(**local["model"]).ref(), device=device))
+            ref = ModelSpec(**local["model"]).local_ref(inputs, "router", "policy_job_id")
+            self.backend = load_backend(dataclasses.replace(ref, device=device))
         self.validation_curve = [
             OperatingPoint(p["lambda"], p["cost"], p["quality"], p["accept_rate"])
             for p in meta["validation_curve"]
@@ -151,7 +161,7 @@ class SDRRouter:
         if not text:
             raise InvalidArgument("text", "an SDR policy routes text: the local model answers it first")
         try:
-            with self._lock:
+            with self._lock, autocast(self.device):
                 answers = answer_and_features(
                     self.backend,
                     [text],
@@ -165,7 +175,8 @@ class SDRRouter:
     @torch.no_grad()
     def decide(self, x: np.ndarray, lam: float) -> Decision:
         start = time.perf_counter()
-        quality = torch.sigmoid(self.module(torch.as_tensor(x, dtype=torch.float32)))[0].numpy()
+        x = torch.as_tensor(x, dtype=torch.float32, device=self.device)
+        quality = torch.sigmoid(self.module(x))[0].cpu().numpy()
         utility = quality - lam * self.costs
         index = int(utility.argmax())
         elapsed = (time.perf_counter() - start) * 1000
@@ -184,17 +195,19 @@ class SDRRouter:
         )
 
 
-def load_router(policy: Policy, open_announced=None, device: str = "cpu") -> RejectorRouter | SDRRouter:
-    """The policy as a router; `open_announced` (service, job id, field) -> (artifact, backend)
-    loads a local model that another service's job announced. An SDR policy's local LM is placed
-    on `device`; the decision modules are tiny and stay on the CPU."""
+def load_router(
+    policy: Policy, open_announced=None, device: str = "cpu", inputs: InputScope | None = None
+) -> RejectorRouter | SDRRouter:
+    """The policy as a router, its modules (and an SDR policy's local LM) on `device`;
+    `open_announced` (service, job id, field) -> (artifact, backend) loads a local model that
+    another service's job announced; `inputs` (the caller's) resolves a local model's upload."""
     # Policies are tiny: intra-op threads only contend with the concurrent Route calls that already
     # use the cores, so the serving process runs torch single-threaded.
     torch.set_num_threads(1)
     if policy.kind == "rejector":
-        return RejectorRouter(policy)
+        return RejectorRouter(policy, device)
     if policy.kind == "sdr":
-        return SDRRouter(policy, open_announced, device)
+        return SDRRouter(policy, open_announced, device, inputs)
     raise FailedPrecondition(f"unknown policy kind {policy.kind!r}")
 
 
@@ -209,7 +222,10 @@ def route(
     timeout_s: float | None = None,
     max_answer_tokens: int | None = None,
     first_line_only: bool = False,
+    inputs: InputScope | None = None,
 ) -> Decision:
+    """The decision for one request and, with `execute`, the chosen agent's answer (an hf / tiny
+    agent's folder made local for the caller's tenant, `inputs`, and run on the router's device)."""
     if cost_lambda is not None and cost_lambda < 0:
         raise InvalidArgument("cost_lambda", f"must be >= 0, got {cost_lambda}")
     if budget is not None and budget < 0:
@@ -243,6 +259,8 @@ def route(
             timeout_s,
             max_answer_tokens=max_answer_tokens or DEFAULT_ANSWER_TOKENS,
             first_line_only=first_line_only,
+            inputs=inputs,
+            device=router.device,
         )
         decision.executed = True
     return decision
@@ -255,6 +273,8 @@ def call_agent(
     *,
     max_answer_tokens: int = DEFAULT_ANSWER_TOKENS,
     first_line_only: bool = False,
+    inputs: InputScope | None = None,
+    device: str = "cpu",
 ) -> tuple[str, str]:
     """The one remote call of a request (the chosen agent's model, over its `api`): (answer, finish
     reason); its error surfaced precisely."""
@@ -265,7 +285,8 @@ def call_agent(
         )
     if not text:
         raise InvalidArgument("text", "executing a remote call needs the request text")
-    ref = ModelSpec(**decision.model).ref()
+    ref = dataclasses.replace(ModelSpec(**decision.model).local_ref(inputs, "router", "policy_job_id"),
+                              device=device)
     if timeout_s is not None:
         ref = dataclasses.replace(ref, timeout_s=timeout_s)
     try:

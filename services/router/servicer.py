@@ -1,4 +1,12 @@
-"""RouterService: the thin gRPC edge (two Submit RPCs and the sync Route)."""
+"""RouterService: the thin gRPC edge (two Submit RPCs and the sync Route).
+
+Every job a request names is checked here, before anything is written: TrainDecider's
+`local.quantize_job_id` must be the caller's SUCCEEDED quantizer job that announced a model (only
+Quantize jobs do); Route's `policy_job_id` the caller's SUCCEEDED router job with a policy. (The
+inputs a job reads, `InputRef`s, are checked by `ServiceRuntime.submit`.) Route's routers are
+cached by policy sha256 on the server's device (`paperworks.shared.devices.device`, the rule a
+job's `ctx.device` follows).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +17,7 @@ from paperworks.router.v1 import router_pb2, router_pb2_grpc
 from paperworks.services.router.checkpoint import FILE_NAME, load_policy
 from paperworks.shared.announced import announced_model, load_announced
 from paperworks.shared.errors import InvalidArgument
+from paperworks.shared.inputs import InputScope
 from paperworks.shared.job_refs import artifact_sha, finished_job
 from paperworks.shared.rpc.model_cache import ModelCache
 from paperworks.shared.rpc.runtime import ServiceRuntime
@@ -16,6 +25,7 @@ from paperworks.shared.rpc.status import rpc_method
 from paperworks.shared.rpc.tensors import to_numpy
 
 CACHED_POLICIES = 8
+DATASETS = ("synthetic", "text_families", "logged")
 
 
 class RouterServicer(router_pb2_grpc.RouterServiceServicer):
@@ -27,8 +37,9 @@ class RouterServicer(router_pb2_grpc.RouterServiceServicer):
 
     @rpc_method
     async def SubmitTrainRejector(self, request, context):
-        if request.WhichOneof("dataset") is None:
-            raise InvalidArgument("dataset", "set one dataset: synthetic, text_families or logged")
+        if request.WhichOneof("dataset") is None:  # a oneof: name the fields a user can set
+            why = "set one dataset: synthetic, text_families or logged"
+            raise InvalidArgument("synthetic", why, [(f, why) for f in DATASETS])
         return router_pb2.SubmitTrainRejectorResponse(
             job=await self.rt.submit(context, "train_rejector", request)
         )
@@ -50,8 +61,8 @@ class RouterServicer(router_pb2_grpc.RouterServiceServicer):
 
     @rpc_method
     async def Route(self, request, context):
-        tenant = self.rt.tenant(context)
-        sha, router = await asyncio.to_thread(self._router, tenant, request.policy_job_id)
+        inputs = self.rt.inputs(context)
+        sha, router = await asyncio.to_thread(self._router, inputs, request.policy_job_id)
         features = to_numpy(request.features, "features") if request.HasField("features") else None
         timeout = request.timeout_s if request.HasField("timeout_s") else None
         remaining = context.time_remaining()
@@ -70,6 +81,7 @@ class RouterServicer(router_pb2_grpc.RouterServiceServicer):
             timeout_s=timeout,
             max_answer_tokens=request.max_answer_tokens if request.HasField("max_answer_tokens") else None,
             first_line_only=request.first_line_only,
+            inputs=inputs,
         )
         return router_pb2.RouteResponse(
             agent=decision.agent,
@@ -91,9 +103,10 @@ class RouterServicer(router_pb2_grpc.RouterServiceServicer):
             finish_reason=decision.finish_reason,
         )
 
-    def _router(self, tenant: str, job_id: str):
+    def _router(self, inputs: InputScope, job_id: str):
         """The loaded router of a finished job's policy, cached by the policy's sha256 (a SUCCEEDED
         job's artifacts never change, so the job -> policy lookup is cached too)."""
+        tenant = inputs.tenant
         if not job_id:
             raise InvalidArgument("policy_job_id", "name the TrainRejector or TrainDecider job to route with")
         with self._lock:
@@ -116,8 +129,7 @@ class RouterServicer(router_pb2_grpc.RouterServiceServicer):
 
             from paperworks.shared.devices import device
 
-            # the local LM's device, chosen as JobContext.device chooses a job's
-            return load_router(load_policy(self.rt.artifacts.path(sha).read_bytes()), open_announced,
-                               device())
+            policy = load_policy(self.rt.artifacts.path(sha).read_bytes())
+            return load_router(policy, open_announced, device(), inputs)
 
         return sha, self._routers.get(sha, load)

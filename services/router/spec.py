@@ -12,6 +12,7 @@ import base64
 from typing import Literal
 
 from paperworks.shared.backends.spec import ModelSpec as SharedModelSpec
+from paperworks.shared.inputs import InputRefParams, path_shorthand
 from paperworks.shared.registry import JobKind, ServiceSpec
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -228,20 +229,28 @@ class PromptRow(Strict):
 
 
 class PromptSetParams(Strict):
-    """A user's prompts and reference answers (a server JSONL `path`, or inline `rows`): what SDR's
-    traces score the local LM and the real remotes on, instead of the generated suite."""
+    """A user's prompts and reference answers (a JSONL file, `source`, or inline `rows`): what SDR's
+    traces score the local LM and the real remotes on, instead of the generated suite. `path` is
+    short for `source.path` (a file on the server, under the data root)."""
 
     path: str = Field(default="", max_length=4096)
+    source: InputRefParams | None = None
     rows: list[PromptRow] = Field(default_factory=list, max_length=100_000)
     scorer: Literal["", "exact", "contains", "numeric"] = ""
     validation_fraction: float = Field(default=0.2, gt=0, lt=0.5)
     test_fraction: float = Field(default=0.3, gt=0, lt=0.5)
     max_answer_tokens: int = Field(default=256, ge=1, le=4096)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _path_is_source_path(cls, data):
+        return path_shorthand(data)
+
     @model_validator(mode="after")
     def _one_source(self) -> PromptSetParams:
-        if bool(self.path) == bool(self.rows):
-            raise ValueError("give exactly one of path (a JSONL file on the server) or rows")
+        if (self.source is None) == (not self.rows):
+            raise ValueError("give exactly one of source (a JSONL file: an upload, an artifact, an s3:// "
+                             "object or a server path; path is short for source.path) or rows")
         return self
 
 
@@ -265,7 +274,9 @@ class TrainDeciderParams(Strict):
         names = [r.name for r in self.remotes]
         if len(set(names)) != len(names) or "local" in names:
             raise ValueError("remote names must be unique and not 'local'")
-        if self.prompts is not None and "tasks" in self.model_fields_set:
+        # compared with the default, not by whether it was set: the worker re-validates the stored
+        # parameters, which carry every default
+        if self.prompts is not None and self.tasks != TaskSuiteParams():
             raise ValueError("give tasks (the generated suite) or prompts (your own), not both")
         families = 1 if self.prompts is not None else len(self.tasks.families)
         for i, r in enumerate(self.remotes):
@@ -292,6 +303,19 @@ SPEC = ServiceSpec(
             handler="paperworks.services.router.tasks:run_train_rejector",
             submit_rpc="SubmitTrainRejector",
             description="logged per-agent outcomes -> a MILD / two-stage CE rejector policy + report",
+            result={
+                "kind": "'rejector'",
+                "policy_sha256": "the policy artifact's sha256 (Route loads it by the job id)",
+                "policy_loss": "the loss the policy was trained with (mild, two_stage_ce, logit_adjusted_ce)",
+                "margin_scale": "MILD's margin scale s chosen on validation (0 for the other losses)",
+                "tau": "the logit adjustment chosen on validation (0 unless logit_adjusted_ce)",
+                "test_deferral_loss": "mean cost alpha*error+beta of the chosen agents on test (cost units)",
+                "test_balanced_deferral_loss": "that mean per best agent, averaged over agents (cost units)",
+                "test_system_accuracy": "1 - mean error of the chosen agents on test (fraction)",
+                "test_coverage": "fraction of test inputs the base predictor keeps",
+                "test_minority_recall": "fraction of the inputs the rarest best agent wins sent to it (test)",
+                "baseline": "per other loss (compare=true): its test deferral losses, same splits",
+            },
         ),
         "train_decider": JobKind(
             name="train_decider",
@@ -299,6 +323,16 @@ SPEC = ServiceSpec(
             handler="paperworks.services.router.tasks:run_train_decider",
             submit_rpc="SubmitTrainDecider",
             description="local LM + remote traces -> an SDR decision policy + cost-quality curves",
+            result={
+                "kind": "'sdr'",
+                "policy_sha256": "the policy artifact's sha256 (Route loads it by the job id)",
+                "areas": "per policy: normalised area under its test cost-quality hull (0..1, higher better)",
+                "accept_auroc": "per feature set: AUROC of 'the local answer is right' on test (0..1)",
+                "accept_selection": "per baseline feature set: the setting validation chose",
+                "local_quality": "mean quality of the local answers on test (fraction right)",
+                "best_quality": "mean test quality of the remote best on training (fraction right)",
+                "default_lambda": "the cost weight Route uses when a request names none (quality per price)",
+            },
         ),
     },
 )

@@ -3,9 +3,9 @@
 `train_rejector` and `train_decider` are the whole jobs as plain functions (validated parameters
 and a progress callback in; the policy's metadata and tensors, the report, its PNG and the
 summary out), so tests and benchmarks run exactly what the service runs. `run_train_rejector` /
-`run_train_decider` are the handlers the worker calls: they store the artifacts, announce the
-policy, and turn backend failures into platform errors (`platform_error`: retryable ones are
-retried by the runner).
+`run_train_decider` are the handlers the worker calls: they run the methods on `ctx.device`, read
+the job's inputs as its tenant, store the artifacts, announce the policy, and turn backend
+failures into platform errors (`platform_error`: retryable ones are retried by the runner).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from paperworks.services.router.sdr.evaluation import evaluate
 from paperworks.services.router.sdr.traces import HIDDEN_LAYERS, SPLITS, collect_traces, option_costs
 from paperworks.services.router.spec import TrainDeciderParams, TrainRejectorParams
 from paperworks.shared.backends import BackendError, platform_error
+from paperworks.shared.devices import autocast
 from paperworks.shared.tasks.context import JobContext
 
 Progress = Callable[[int, int, str, str], None]
@@ -58,14 +59,11 @@ class TrainedPolicy:
 
 
 def run_train_rejector(params: TrainRejectorParams, ctx: JobContext) -> dict:
-    return _store(_guarded(lambda: train_rejector(params, _progress(ctx))), ctx)
+    return _store(_guarded(lambda: train_rejector(params, _progress(ctx), ctx.device)), ctx)
 
 
 def run_train_decider(params: TrainDeciderParams, ctx: JobContext) -> dict:
-    return _store(
-        _guarded(lambda: train_decider(params, _progress(ctx), ctx.load_announced_model, device=ctx.device)),
-        ctx,
-    )
+    return _store(_guarded(lambda: train_decider(params, _progress(ctx), ctx)), ctx)
 
 
 def _progress(ctx: JobContext) -> Progress:
@@ -96,9 +94,10 @@ def _store(trained: TrainedPolicy, ctx: JobContext) -> dict:
 # ---- TrainRejector -------------------------------------------------------------------------
 
 
-def train_rejector(params: TrainRejectorParams, progress: Progress) -> TrainedPolicy:
+def train_rejector(params: TrainRejectorParams, progress: Progress, device: str = "cpu") -> TrainedPolicy:
+    """The whole job; every rejector (and MiniLM, for text) runs on `device`."""
     progress(0, 1, "data", f"building the {params.dataset} dataset")
-    (train, validation, test), represent = data.rejector_splits(params)
+    (train, validation, test), represent = data.rejector_splits(params, device)
     config = RejectorConfig(hidden=params.hidden, steps=params.steps, gamma=params.gamma, seed=params.seed)
     scales = params.margin_scales or list(DEFAULT_SCALES)
     taus = params.logit_taus or list(DEFAULT_TAUS)
@@ -115,13 +114,13 @@ def train_rejector(params: TrainRejectorParams, progress: Progress) -> TrainedPo
     fitted = {}
     for name in losses:
         if name == "mild":
-            fitted[name] = fit_mild(train, validation, config, scales)
+            fitted[name] = fit_mild(train, validation, config, scales, device=device)
             step(f"MILD ({len(scales)} margin scales side by side)")
         elif name == "logit_adjusted_ce":
-            fitted[name] = fit_logit_adjusted(train, validation, config, taus)
+            fitted[name] = fit_logit_adjusted(train, validation, config, taus, device=device)
             step(f"logit-adjusted CE ({len(taus)} taus side by side)")
         else:
-            fitted[name] = fit_two_stage_ce(train, config)
+            fitted[name] = fit_two_stage_ce(train, config, device)
             step("two-stage CE")
     agents = _agents(params, train)
     runs = {}
@@ -206,44 +205,48 @@ def _agents(params: TrainRejectorParams, train: DeferralData) -> list[dict]:
 
 
 def train_decider(
-    params: TrainDeciderParams,
-    progress: Progress,
-    open_announced: data.OpenAnnounced | None = None,
-    device: str = "cpu",
+    params: TrainDeciderParams, progress: Progress, ctx: JobContext | None = None
 ) -> TrainedPolicy:
-    """The whole job; the local LM runs on `device` (the job context's). The decision module is a
-    few-thousand-parameter MLP and stays on the CPU."""
-    suite = data.task_source(params)
-    remotes = data.remote_agents(params.remotes)
+    """The whole job. `ctx` (the job context, or a stand-in with the same attributes) names the
+    device every model and batch runs on (the local LM's forwards under bf16 autocast on CUDA; the
+    decision modules in float32), loads another job's announced model, and reads the job's
+    uploads, artifacts and s3:// inputs as its tenant; without one: the CPU, server paths only."""
+    device = ctx.device if ctx is not None else "cpu"
+    suite = data.task_source(params, ctx)
+    remotes = data.remote_agents(params.remotes, ctx, device)
     total = 6 + (1 if params.query_router_baseline else 0)
     backend, local_meta, tensors = data.local_model(
         params.local,
         suite,
         lambda message: progress(0, total, "local model", message),
-        open_announced,
+        ctx.load_announced_model if ctx is not None else None,
         device,
+        ctx,
     )
     progress(1, total, "traces", "local answers and remote outcomes")
     traces = {}
     sizes = (params.n_train, params.n_validation, params.n_test)
     for part, (name, n) in enumerate(zip(SPLITS, sizes, strict=True)):
-        traces[name] = collect_traces(
-            backend, suite, remotes, n, seed=params.seed, part=part, max_new_tokens=params.max_new_tokens
-        )
+        with autocast(device):
+            traces[name] = collect_traces(
+                backend, suite, remotes, n, seed=params.seed, part=part, max_new_tokens=params.max_new_tokens
+            )
         n = len(traces[name])  # a user's prompt set gives its own split sizes
         progress(2 + part, total, "traces", f"{name}: {n} traces")
     costs = option_costs(remotes)
     config = DeciderConfig(
         hidden=params.hidden, steps=params.steps, components=params.components, seed=params.seed
     )
-    fit = fit_sdr(traces["train"], traces["validation"], costs, config)
+    fit = fit_sdr(traces["train"], traces["validation"], costs, config, device)
     progress(5, total, "decider", "decision module trained; evaluating")
     query = None
     if params.query_router_baseline:
         from paperworks.services.router.embed import minilm
 
-        query = minilm().embed
-    evaluation = evaluate(fit, traces["train"], traces["validation"], traces["test"], costs, config, query)
+        query = minilm(device).embed
+    evaluation = evaluate(
+        fit, traces["train"], traces["validation"], traces["test"], costs, config, query, device
+    )
     progress(total, total, "report", "done")
     option_names = ["local", *[r.name for r in remotes]]
     layout = traces["train"].local.layout

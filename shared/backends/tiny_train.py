@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from paperworks.shared.backends.errors import InvalidRequest
 from paperworks.shared.backends.tiny_model import ByteTokenizer, TinyConfig, TinyDecoder
+from paperworks.shared.devices import autocast
 
 
 @dataclass
@@ -34,10 +35,12 @@ def train_tiny_lm(
     seq_len: int | None = None,
     lr: float = 3e-3,
     warmup_steps: int | None = None,
+    device: str = "cpu",
 ) -> TrainResult:
     """Train a fresh `TinyDecoder` for `steps` AdamW steps with a warmup + cosine schedule;
-    `seq_len` defaults to the config's context. Returns the module (in eval mode) and the
-    per-step training losses."""
+    `seq_len` defaults to the config's context. Returns the module (in eval mode, on `device`)
+    and the per-step training losses. The initialisation and the windows are drawn on the CPU
+    from `seed` (the same model on any device), the forward runs under bf16 autocast on CUDA."""
     seq_len = seq_len or config.max_seq_len
     if not 1 < seq_len <= config.max_seq_len:
         raise InvalidRequest("seq_len", f"must be in 2..{config.max_seq_len}, got {seq_len}")
@@ -55,6 +58,8 @@ def train_tiny_lm(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         module = TinyDecoder(config)
+    place = torch.device(device)
+    module.to(place)
     rng = torch.Generator().manual_seed(seed)
     warmup = warmup_steps if warmup_steps is not None else max(1, steps // 10)
     optimizer = torch.optim.AdamW(module.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
@@ -64,16 +69,19 @@ def train_tiny_lm(
     module.train()
     for _ in range(steps):
         starts = torch.randint(0, len(stream) - seq_len, (batch_size,), generator=rng)
-        window = stream[starts[:, None] + offsets]
-        logits = module(window[:, :-1]).logits
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), window[:, 1:].reshape(-1))
+        window = stream[starts[:, None] + offsets].to(place)
+        with autocast(device):
+            logits = module(window[:, :-1]).logits
+        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), window[:, 1:].reshape(-1))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
         optimizer.step()
         schedule.step()
-        losses.append(loss.item())
-    return TrainResult(module=module.eval(), losses=losses)
+        losses.append(loss.detach())  # read once at the end: no device sync per step
+    # (a model placed on the meta device, as placement tests do, has shapes but no values)
+    values = [] if place.type == "meta" else torch.stack(losses).float().cpu().tolist()
+    return TrainResult(module=module.eval(), losses=values)
 
 
 def _lr_factor(step: int, warmup: int, total: int) -> float:

@@ -36,6 +36,8 @@ JOBS: dict[str, tuple[str, Callable]] = {
     "urban": ("pretrain", _fixed({"dataset": {"synthetic": {"seed": 7, "cities": 2,
                                                             "locations_per_city": 60}},
                                   "embed_dim": 16, "heads": 2, "layers": 1, "steps": 30, "batch_size": 64})),
+    "router": ("train_rejector", _fixed({"synthetic": {"imbalance": 10}, "loss": "LOSS_MILD", "n_train": 400,
+                                         "n_validation": 200, "n_test": 200, "steps": 200})),
     "scenegraph": ("train", _fixed({"dataset": {"synthetic": {"seed": 0, "images": 24}}, "base": "penet",
                                     "detector_epochs": 2, "relation_epochs": 2, "max_objects": 6})),
     "vlm": ("pretrain", _fixed({"steps": 40, "d_model": 16, "heads": 2, "lm_layers": 2, "batch_size": 32})),

@@ -6,9 +6,11 @@
   (TrainRejector `text_families`);
 - `checkable`: generated checkable tasks, the SDR world (TrainDecider `tasks`);
 - `prompts`: a user's own prompts and reference answers with named scorers (TrainDecider `prompts`);
+- `examples`: small inputs for the README's commands and the demo (`python -m ...router.data DIR`);
 - here: the splits of a TrainRejector dataset (logged outcomes included), and the local model and
-  remote agents of a TrainDecider job. A server path a request names (a model directory) must lie
-  under `PAPERWORKS_ROUTER_DATA_ROOT` when that is set (`paperworks.shared.inputs`).
+  remote agents of a TrainDecider job. A model folder a request names (`model.source`: an upload of
+  the folder as an archive, a router job's artifact, an s3:// object, or a server path under the
+  data root, `model.path` for short) is made local by `ModelSpec.local_ref` for the job's tenant.
 """
 
 from __future__ import annotations
@@ -34,10 +36,10 @@ from paperworks.services.router.spec import (
     TrainDeciderParams,
     TrainRejectorParams,
 )
-from paperworks.shared.backends import ModelBackend, load_backend
+from paperworks.shared.backends import ModelBackend, ModelRef, load_backend
 from paperworks.shared.backends.tiny import TinyBackend
 from paperworks.shared.errors import InvalidArgument
-from paperworks.shared.inputs import server_path
+from paperworks.shared.inputs import InputScope
 
 __all__ = [
     "PromptPool",
@@ -55,19 +57,12 @@ __all__ = [
 OpenAnnounced = Callable[[str, str, str], tuple[dict, ModelBackend]]
 
 
-def checked_model(spec: ModelSpec, field: str) -> ModelSpec:
-    """`spec`, refused (INVALID_ARGUMENT on `field`.path) if it names a server directory outside
-    the data root."""
-    if spec.path:
-        server_path(spec.path, "router", f"{field}.path")
-    return spec
-
-
 # ---- TrainRejector -------------------------------------------------------------------------
 
 
-def rejector_splits(params: TrainRejectorParams) -> tuple[list[DeferralData], dict]:
-    """(train, validation, test) and how the inputs are represented."""
+def rejector_splits(params: TrainRejectorParams, device: str = "cpu") -> tuple[list[DeferralData], dict]:
+    """(train, validation, test) and how the inputs are represented (texts embedded by MiniLM on
+    `device`)."""
     sizes = (params.n_train, params.n_validation, params.n_test)
     if params.synthetic is not None:
         s = params.synthetic
@@ -80,14 +75,11 @@ def rejector_splits(params: TrainRejectorParams) -> tuple[list[DeferralData], di
     if params.text_families is not None:
         t = params.text_families
         pool = PromptPool.generate(t.prompts_per_family, seed=t.seed)
-        pool = pool.with_features(minilm().embed(pool.texts))
+        pool = pool.with_features(minilm(device).embed(pool.texts))
         families = TextFamilies(pool, imbalance=t.imbalance, seed=t.seed)
         return [families.sample(n, i) for i, n in enumerate(sizes)], {"kind": "minilm", "dim": 384}
     logged = params.logged
     assert logged is not None
-    for i, agent in enumerate(logged.agents):
-        if agent.model is not None:
-            checked_model(agent.model, f"logged.agents.{i}.model")
     errors = logged.errors.array()
     if errors.min() < 0 or errors.max() > 1:
         raise InvalidArgument("logged.errors", "errors must lie in [0, 1] (1 - quality for generation)")
@@ -97,7 +89,7 @@ def rejector_splits(params: TrainRejectorParams) -> tuple[list[DeferralData], di
             {"kind": "features", "dim": logged.features.shape[1]},
         )
     else:
-        features, represent = minilm().embed(logged.texts), {"kind": "minilm", "dim": 384}
+        features, represent = minilm(device).embed(logged.texts), {"kind": "minilm", "dim": 384}
     data = DeferralData(
         features=features,
         errors=errors,
@@ -115,10 +107,11 @@ def rejector_splits(params: TrainRejectorParams) -> tuple[list[DeferralData], di
 # ---- TrainDecider --------------------------------------------------------------------------
 
 
-def task_source(params: TrainDeciderParams) -> TaskSuite | PromptSuite:
-    """What the traces score: the user's prompts when given, else the generated suite."""
+def task_source(params: TrainDeciderParams, inputs: InputScope | None = None) -> TaskSuite | PromptSuite:
+    """What the traces score: the user's prompts when given (their file resolved for the tenant of
+    `inputs`), else the generated suite."""
     if params.prompts is not None:
-        return PromptSuite.from_params(params.prompts, params.seed)
+        return PromptSuite.from_params(params.prompts, params.seed, inputs)
     return task_suite(params.tasks)
 
 
@@ -134,17 +127,26 @@ def task_suite(t: TaskSuiteParams) -> TaskSuite:
     )
 
 
-def remote_agents(remotes: list[RemoteParams]) -> list[RemoteAgent]:
-    """Simulated remotes (accuracy per family) and real ones (a model the traces ask)."""
+def remote_agents(
+    remotes: list[RemoteParams], inputs: InputScope | None = None, device: str = "cpu"
+) -> list[RemoteAgent]:
+    """Simulated remotes (accuracy per family) and real ones (a model the traces ask: an endpoint,
+    or an hf / tiny folder made local for the tenant of `inputs` and run on `device`)."""
     return [
         RemoteAgent(
             r.name,
             r.price,
             tuple(r.accuracy) if r.model is None else None,
-            checked_model(r.model, f"remotes.{i}.model").ref() if r.model else None,
+            local_ref(r.model, inputs, f"remotes.{i}.model", device) if r.model else None,
         )
         for i, r in enumerate(remotes)
     ]
+
+
+def local_ref(spec: ModelSpec, inputs: InputScope | None, field: str, device: str) -> ModelRef:
+    """The backends' reference of `spec` on `device`, its folder (if any) made local
+    (`ModelSpec.local_ref`: refusals name `field`.source)."""
+    return dataclasses.replace(spec.local_ref(inputs, "router", field), device=device)
 
 
 def local_model(
@@ -153,23 +155,22 @@ def local_model(
     report: Callable[[str], None],
     open_announced: OpenAnnounced | None = None,
     device: str = "cpu",
+    inputs: InputScope | None = None,
 ) -> tuple[ModelBackend, dict, dict[str, torch.Tensor]]:
     """(backend, what the policy records about it, tensors the policy stores) of the local LM: a
     tiny LM trained here on the suite (its weights go into the policy), the model a quantizer job
-    announced, or a tiny / hf model directory on the server (hf: any AutoModelForCausalLM family the
-    shared backend loads). The model, and so every batch it runs, is placed on `device` (the job
-    context's; a tiny LM is trained on the CPU, as the shared trainer does, then moved). `report`
-    says what is being done."""
+    announced, or a tiny / hf model folder (hf: any AutoModelForCausalLM family the shared backend
+    loads), made local for the tenant of `inputs`. The model is trained and placed on `device` (the
+    job context's), and so is every batch it runs. `report` says what is being done."""
     if local.train_tiny is not None:
         tiny = local.train_tiny
-        report(f"training a tiny LM for {tiny.steps} steps")
+        report(f"training a tiny LM for {tiny.steps} steps on {device}")
         config = dataclasses.replace(
             DEFAULT_TINY, dim=tiny.dim, n_layers=tiny.layers, mlp_hidden=int(tiny.dim * 2.75) // 8 * 8
         )
-        module = train_local_tiny(suite, steps=tiny.steps, seed=tiny.seed, config=config)
+        module = train_local_tiny(suite, steps=tiny.steps, seed=tiny.seed, config=config, device=device)
         meta = {"embedded_tiny": dataclasses.asdict(config)}
-        tensors = state_with_prefix("local", module)  # taken on the CPU, before the move
-        return TinyBackend(module, device=device), meta, tensors
+        return TinyBackend(module, device=device), meta, state_with_prefix("local", module)
     if local.quantize_job_id:
         if open_announced is None:
             raise InvalidArgument("local.quantize_job_id", "a quantized local model needs the job store")
@@ -178,5 +179,6 @@ def local_model(
         artifact, backend = open_announced("quantizer", job_id, "local.quantize_job_id")
         return backend, {"announced": {"service": "quantizer", "job_id": job_id, "artifact": artifact}}, {}
     assert local.model is not None
-    spec = checked_model(local.model, "local.model")
-    return load_backend(dataclasses.replace(spec.ref(), device=device)), {"model": spec.model_dump()}, {}
+    report(f"loading the {local.model.label} model on {device}")
+    backend = load_backend(local_ref(local.model, inputs, "local.model", device))
+    return backend, {"model": local.model.model_dump()}, {}

@@ -2,11 +2,11 @@
 
 TrainDecider's generated suite (`checkable`) is a reproduction world; a user routing real traffic
 scores the local LM and the remotes on their own prompts instead. A prompt set is a JSONL file on
-the server (`prompts.path`, read through `paperworks.shared.inputs.server_path`, so it must lie under
-`PAPERWORKS_ROUTER_DATA_ROOT` when that is set) or inline `prompts.rows`; each row is
-`{"prompt": ..., "reference": ..., "scorer": optional}`. A refusal names the line and the key
-(`prompts.path` "line 3: 'reference' is required"; inline rows are checked by the job's parameters,
-e.g. `prompts.rows.2.reference`).
+`prompts.source` (an upload, a router job's artifact, an s3:// object, or a server path under the
+data root: `prompts.path` for short; `paperworks.shared.inputs.resolve_input`) or inline
+`prompts.rows`; each row is `{"prompt": ..., "reference": ..., "scorer": optional}`. A refusal names
+the line and the key (`prompts.source` "line 3: 'reference' is required"; inline rows are checked
+by the job's parameters, e.g. `prompts.rows.2.reference`).
 
 Scorers (`SCORERS`), each giving quality 0 or 1 for an answer against the reference:
 - `exact`: whitespace-trimmed equality;
@@ -30,10 +30,11 @@ from pathlib import Path
 
 from paperworks.services.router.spec import PromptRow, PromptSetParams
 from paperworks.shared.errors import InvalidArgument
-from paperworks.shared.inputs import server_path
+from paperworks.shared.inputs import InputScope, resolve_input
 from pydantic import ValidationError
 
 SCORERS = ("exact", "contains", "numeric")
+FIELD = "prompts.source"
 MAX_FILE_BYTES = 64 * 1024 * 1024
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
@@ -71,19 +72,19 @@ class ScoredTask:
         return score(self.scorer, output, self.answer)
 
 
-def read_rows(path: str, field: str = "prompts.path") -> list[PromptRow]:
-    """The JSONL file's rows, each checked; a refusal names the line and the key."""
-    file = Path(server_path(path, "router", field))
+def read_rows(file: Path, field: str = FIELD) -> list[PromptRow]:
+    """The local JSONL file's rows, each checked; a refusal names the line and the key (and never
+    the server's own path of the file)."""
     if not file.is_file():
-        raise InvalidArgument(field, f"{path} is not a file")
+        raise InvalidArgument(field, "is not a file (a JSONL file, one row a line)")
     if file.stat().st_size > MAX_FILE_BYTES:
-        raise InvalidArgument(field, f"{path} is larger than {MAX_FILE_BYTES} bytes")
+        raise InvalidArgument(field, f"is larger than {MAX_FILE_BYTES} bytes")
     rows = []
     with file.open(encoding="utf-8", errors="strict") as lines:
         try:
             numbered = list(enumerate(lines, start=1))
         except UnicodeDecodeError as exc:
-            raise InvalidArgument(field, f"{path} is not UTF-8 text ({exc.reason})") from None
+            raise InvalidArgument(field, f"is not UTF-8 text ({exc.reason})") from None
     for number, line in numbered:
         if not line.strip():
             continue
@@ -117,14 +118,18 @@ class PromptSuite:
     remote_first_line: bool = False  # remote answers are scored whole
 
     @classmethod
-    def from_params(cls, params: PromptSetParams, seed: int) -> PromptSuite:
-        rows = read_rows(params.path) if params.path else params.rows
+    def from_params(cls, params: PromptSetParams, seed: int, inputs: InputScope | None = None) -> PromptSuite:
+        """The suite of the job's prompt set; `inputs` (the job context) resolves an upload, an
+        artifact or an s3:// object (a server path needs none)."""
+        rows = params.rows
+        if params.source is not None:
+            rows = read_rows(resolve_input(params.source, inputs, "router", FIELD))
         default = params.scorer or "exact"
         tasks = [ScoredTask(r.prompt, r.reference, r.scorer or default) for r in rows]
         n_val = max(1, round(params.validation_fraction * len(tasks)))
         n_test = max(1, round(params.test_fraction * len(tasks)))
         if len(tasks) - n_val - n_test < 10:
-            where = "prompts.path" if params.path else "prompts.rows"
+            where = FIELD if params.source else "prompts.rows"
             raise InvalidArgument(
                 where, f"{len(tasks)} rows leave {len(tasks) - n_val - n_test} for training; give at least "
                 f"{10 + n_val + n_test}"

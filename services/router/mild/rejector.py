@@ -2,7 +2,11 @@
 
 The rejector is a small MLP over standardised input features (an input embedding, or any
 features the user logged). `fit_rejector` minimises `deferral.deferral_surrogate` with AdamW on
-full batches (deferral datasets here are small; full batches make runs exactly repeatable).
+full batches (deferral datasets here are small; full batches make runs exactly repeatable), on the
+`device` it is given: the data, the stacked parameters and the returned rejectors live there, and
+`choose` moves each batch to its rejector's device. Float32 throughout (no bf16 autocast): the
+modules are a few thousand parameters, and the validation search compares losses that differ in
+the third decimal.
 `fit_mild` trains one rejector per candidate margin scale s and keeps the one with the lowest
 expert-balanced deferral loss on the validation split (MILD's "margin scale chosen on a
 validation split"); s = 0 is among the candidates and is exactly the CE baseline.
@@ -62,8 +66,12 @@ class Rejector(nn.Module):
         return self.net((x - self.mean) / self.std)
 
     @torch.no_grad()
+    def scores(self, features: np.ndarray) -> np.ndarray:
+        """r(x) of a batch, computed on the rejector's device."""
+        return self(torch.as_tensor(features, dtype=torch.float32, device=self.mean.device)).cpu().numpy()
+
     def choose(self, features: np.ndarray) -> np.ndarray:
-        return self(torch.as_tensor(features, dtype=torch.float32)).argmax(dim=1).numpy()
+        return self.scores(features).argmax(axis=1)
 
 
 @dataclass
@@ -82,9 +90,12 @@ def costs_of(data: DeferralData) -> np.ndarray:
     return agent_costs(data.errors, data.alpha, data.beta)
 
 
-def fit_rejector(data: DeferralData, config: RejectorConfig, margins: np.ndarray | None = None) -> Rejector:
+def fit_rejector(
+    data: DeferralData, config: RejectorConfig, margins: np.ndarray | None = None, device: str = "cpu"
+) -> Rejector:
     """Minimise the two-stage surrogate (with `margins`, MILD's; without, the CE baseline)."""
-    return fit_rejectors(data, config, None if margins is None else np.asarray(margins)[None, :])[0]
+    return fit_rejectors(data, config, None if margins is None else np.asarray(margins)[None, :],
+                         device=device)[0]
 
 
 def fit_rejectors(
@@ -92,9 +103,10 @@ def fit_rejectors(
     config: RejectorConfig,
     margins: np.ndarray | None,
     adjustments: np.ndarray | None = None,
+    device: str = "cpu",
 ) -> list[Rejector]:
     """See `fit_rejector_snapshots`; the rejectors after `config.steps` steps."""
-    return fit_rejector_snapshots(data, config, margins, adjustments, (config.steps,))[config.steps]
+    return fit_rejector_snapshots(data, config, margins, adjustments, (config.steps,), device)[config.steps]
 
 
 def fit_rejector_snapshots(
@@ -103,6 +115,7 @@ def fit_rejector_snapshots(
     margins: np.ndarray | None,
     adjustments: np.ndarray | None = None,
     snapshots: Sequence[int] = (),
+    device: str = "cpu",
 ) -> dict[int, list[Rejector]]:
     """Train K rejectors side by side, one per row of `margins` [K, A] (None: one CE rejector),
     or of `adjustments` [K, A] (the logit-adjusted baseline; give one of the two).
@@ -112,15 +125,18 @@ def fit_rejector_snapshots(
     trajectory it would follow alone (AdamW is elementwise) while the per-step overhead that
     dominates at this size is paid once; MILD's whole validation search costs a few fits.
     `snapshots`: the step counts to return the rejectors at (full batches and a constant learning
-    rate, so the snapshot at s steps is exactly an s-step fit): one run draws a validation curve."""
-    x = torch.as_tensor(data.features, dtype=torch.float32)
-    costs = torch.as_tensor(costs_of(data), dtype=torch.float32)
+    rate, so the snapshot at s steps is exactly an s-step fit): one run draws a validation curve.
+    Everything is trained on `device`; the initialisation is drawn on the CPU, so the seed gives
+    the same start on every device."""
+    host = torch.as_tensor(data.features, dtype=torch.float32)
+    x = host.to(device)
+    costs = torch.as_tensor(costs_of(data), dtype=torch.float32, device=device)
     assert margins is None or adjustments is None
     stacked = margins if margins is not None else adjustments
     k = 1 if stacked is None else len(stacked)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
-        template = Rejector(x.shape[1], costs.shape[1], config.hidden)
+        template = Rejector(x.shape[1], costs.shape[1], config.hidden).to(device)
     template.mean.copy_(x.mean(dim=0))
     template.std.copy_(x.std(dim=0).clamp_min(1e-6))
     # Stacked copies of each linear layer: weights [K, in, out], biases [K, 1, out].
@@ -128,13 +144,16 @@ def fit_rejector_snapshots(
     for linear in _linears(template):
         params.append(nn.Parameter(linear.weight.detach().T.repeat(k, 1, 1).clone()))
         params.append(nn.Parameter(linear.bias.detach().repeat(k, 1, 1).clone()))
-    delta = None if margins is None else torch.as_tensor(margins, dtype=torch.float32)
-    shift = None if adjustments is None else torch.as_tensor(adjustments, dtype=torch.float32)
+    delta = None if margins is None else torch.as_tensor(margins, dtype=torch.float32, device=device)
+    shift = None if adjustments is None else torch.as_tensor(adjustments, dtype=torch.float32, device=device)
     # Logged inputs repeat (text prompts are drawn from a pool), so the first layer runs on the
     # distinct rows only and is gathered back: the same numbers for a fraction of the compute.
-    distinct, inverse = torch.unique(x, dim=0, return_inverse=True)
+    # (Found once on the host: the rows are the logged data, already there.)
+    distinct, inverse = torch.unique(host, dim=0, return_inverse=True)
     if len(distinct) > 0.8 * len(x):  # not worth the gather (its backward is a scatter-add)
         distinct, inverse = x, None
+    else:
+        distinct, inverse = distinct.to(device), inverse.to(device)
     z = ((distinct - template.mean) / template.std).expand(k, *distinct.shape).contiguous()
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
 
@@ -171,8 +190,8 @@ def _linears(module: Rejector) -> list[nn.Linear]:
     return [m for m in module.net.modules() if isinstance(m, nn.Linear)]
 
 
-def fit_two_stage_ce(data: DeferralData, config: RejectorConfig) -> FittedRejector:
-    module = fit_rejector(data, config)
+def fit_two_stage_ce(data: DeferralData, config: RejectorConfig, device: str = "cpu") -> FittedRejector:
+    module = fit_rejector(data, config, device=device)
     return FittedRejector(module, "two_stage_ce", [0.0] * data.errors.shape[1], 0.0)
 
 
@@ -193,13 +212,14 @@ def fit_mild(
     scales: Sequence[float] = DEFAULT_SCALES,
     on_candidate: Callable[[int, int], None] | None = None,
     modules: list[Rejector] | None = None,
+    device: str = "cpu",
 ) -> FittedRejector:
     """One rejector per margin scale (trained side by side; or the given `modules`, one per scale);
     keep the lowest validation expert-balanced deferral loss (ties go to the smaller scale, listed
     first)."""
     val_costs = costs_of(validation)
     margins = mild_margins(train, scales, config.gamma)
-    modules = modules if modules is not None else fit_rejectors(train, config, margins)
+    modules = modules if modules is not None else fit_rejectors(train, config, margins, device=device)
     best: FittedRejector | None = None
     best_score = np.inf
     selection = []
@@ -222,13 +242,14 @@ def fit_logit_adjusted(
     config: RejectorConfig,
     taus: Sequence[float] = DEFAULT_TAUS,
     modules: list[Rejector] | None = None,
+    device: str = "cpu",
 ) -> FittedRejector:
     """The logit-adjusted CE baseline (Menon et al. 2021) tuned exactly like MILD: one rejector per
     tau (side by side, the same budget; or the given `modules`), the lowest validation
     expert-balanced deferral loss kept (tau = 0, plain CE, is a candidate). `scale` records tau."""
     val_costs = costs_of(validation)
     shifts = tau_adjustments(train, taus)
-    modules = modules if modules is not None else fit_rejectors(train, config, None, shifts)
+    modules = modules if modules is not None else fit_rejectors(train, config, None, shifts, device)
     scores = [balanced_deferral_loss(m.choose(validation.features), val_costs) for m in modules]
     i = int(np.argmin(scores))  # ties go to the smaller tau, listed first
     fitted = FittedRejector(modules[i], "logit_adjusted_ce", shifts[i].tolist(), float(taus[i]))
@@ -238,13 +259,12 @@ def fit_logit_adjusted(
     return fitted
 
 
-@torch.no_grad()
 def coverage_curve(module: Rejector, data: DeferralData, points: int = 33) -> list[dict]:
     """Coverage vs system accuracy as a constant is added to the base predictor's score: the
     accuracy-coverage trade-off of one trained rejector. Offsets are quantiles of the gap between
     the best expert's score and the base's, so coverage steps evenly from 0 to 1; offset 0 (the
     trained rejector) is included."""
-    scores = module(torch.as_tensor(data.features, dtype=torch.float32)).numpy()
+    scores = module.scores(data.features)
     gap = scores[:, 1:].max(axis=1) - scores[:, 0]
     offsets = np.unique(
         np.concatenate([[gap.min() - 1.0], np.quantile(gap, np.linspace(0, 1, points)) + 1e-6, [0.0]])

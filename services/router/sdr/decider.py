@@ -18,6 +18,10 @@ mean, answer mean) is replaced by its top `components` principal components (whi
 the training traces) while scalar features (entropy, NLL, length) pass through. With ~1k traces
 and a tiny LM, raw 64-d blocks let the module memorise prompt identity instead of the model's
 confidence; a handful of components keeps what generalises to unseen requests.
+
+The module trains and predicts on the `device` it is given (features moved there, predictions
+back to the CPU), in float32: it is a few thousand parameters, and bf16 would only blur the
+quality estimates the lambda sweep ranks.
 """
 
 from __future__ import annotations
@@ -84,19 +88,25 @@ class QualityHeads(nn.Module):
 
     @torch.no_grad()
     def predict(self, features: np.ndarray) -> np.ndarray:
-        return torch.sigmoid(self(torch.as_tensor(features, dtype=torch.float32))).numpy()
+        """Predicted qualities [N, n_options], computed on the module's device."""
+        x = torch.as_tensor(features, dtype=torch.float32, device=self.mean.device)
+        return torch.sigmoid(self(x)).cpu().numpy()
 
 
 def fit_decider(
-    features: np.ndarray, qualities: np.ndarray, config: DeciderConfig, blocks: Sequence[tuple[int, int]] = ()
+    features: np.ndarray,
+    qualities: np.ndarray,
+    config: DeciderConfig,
+    blocks: Sequence[tuple[int, int]] = (),
+    device: str = "cpu",
 ) -> QualityHeads:
-    """Train the quality heads; `blocks` are the hidden-state column ranges to compress."""
+    """Train the quality heads on `device`; `blocks` are the hidden-state column ranges to compress."""
     mean, std, projection = fit_projection(features, blocks, config.components)
-    x = torch.as_tensor(features, dtype=torch.float32)
-    y = torch.as_tensor(qualities, dtype=torch.float32)
+    x = torch.as_tensor(features, dtype=torch.float32, device=device)
+    y = torch.as_tensor(qualities, dtype=torch.float32, device=device)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
-        module = QualityHeads(x.shape[1], projection.shape[1], y.shape[1], config.hidden)
+        module = QualityHeads(x.shape[1], projection.shape[1], y.shape[1], config.hidden).to(device)
     module.mean.copy_(torch.as_tensor(mean))
     module.std.copy_(torch.as_tensor(std))
     module.projection.copy_(torch.as_tensor(projection))
@@ -179,9 +189,12 @@ class SDRFit:
     default_lambda: float
 
 
-def fit_sdr(train: Traces, validation: Traces, costs: np.ndarray, config: DeciderConfig) -> SDRFit:
-    """The module fitted on training traces; its curve over `lambda_grid` on validation traces."""
-    module = fit_decider(train.local.features, train.qualities, config, train.local.layout.blocks())
+def fit_sdr(
+    train: Traces, validation: Traces, costs: np.ndarray, config: DeciderConfig, device: str = "cpu"
+) -> SDRFit:
+    """The module fitted on training traces (on `device`); its curve over `lambda_grid` on
+    validation traces."""
+    module = fit_decider(train.local.features, train.qualities, config, train.local.layout.blocks(), device)
     lambdas = lambda_grid(costs)
     val_points = sweep(module.predict(validation.local.features), validation.qualities, costs, lambdas)
     # Default preference: the knee, the point with the best quality - cost / c_max trade-off.

@@ -74,13 +74,14 @@ def fit_selected(
     validation: tuple[np.ndarray, np.ndarray],
     config: DeciderConfig,
     blocks: Sequence[tuple[int, int]],
+    device: str = "cpu",
 ) -> tuple[QualityHeads, dict]:
     """The decision module over (features, qualities) whose SELECTION_GRID setting has the best
     validation accept AUROC (first candidate on ties or when validation has one class)."""
     best: tuple[float, QualityHeads, dict] | None = None
     for components, weight_decay in SELECTION_GRID:
         candidate = dataclasses.replace(config, components=components or 1, weight_decay=weight_decay)
-        module = fit_decider(train[0], train[1], candidate, blocks if components else ())
+        module = fit_decider(train[0], train[1], candidate, blocks if components else (), device)
         score = auroc(validation[1][:, 0], module.predict(validation[0])[:, 0])
         if best is None or (score is not None and score > best[0]):
             setting = {"components": components, "weight_decay": weight_decay, "validation_auroc": score}
@@ -97,8 +98,10 @@ def evaluate(
     costs: np.ndarray,
     config: DeciderConfig,
     query_features: Callable[[list[str]], np.ndarray] | None = None,
+    device: str = "cpu",
 ) -> dict:
-    """Test curves, normalised areas and accept-decision AUROCs of SDR and the baselines."""
+    """Test curves, normalised areas and accept-decision AUROCs of SDR and the baselines (the
+    baselines' decision modules trained on `device`, as SDR's was)."""
     best = 1 + int(np.argmax(train.qualities[:, 1:].mean(axis=0)))
     c_max = float(costs[best])
     q_local = float(test.qualities[:, 0].mean())
@@ -125,6 +128,7 @@ def evaluate(
         (validation.local.features[:, hidden], validation.qualities),
         config,
         train.local.layout.blocks(),
+        device,
     )
     accept_auroc["hidden_states_only"] = auroc(
         accepted_correct, hidden_only.predict(test.local.features[:, hidden])[:, 0]
@@ -136,6 +140,7 @@ def evaluate(
             (query_features(validation.prompts), validation.qualities),
             config,
             [(0, train_q.shape[1])],
+            device,
         )
         query_pred = query.predict(test_q)
         curves.append(curve("query_router", sweep(query_pred, test.qualities, costs, fit.lambdas)))

@@ -120,16 +120,11 @@ def train_local_tiny(
     config: TinyConfig = DEFAULT_TINY,
     batch_size: int = 32,
     lr: float = 1e-2,
+    device: str = "cpu",
 ) -> TinyDecoder:
     """A tiny decoder trained in-process on the suite's own task distribution (its training
-    documents use seeds disjoint from the trace seeds the router uses)."""
+    documents use seeds disjoint from the trace seeds the router uses), on `device`, by the shared
+    trainer (`paperworks.shared.backends.tiny_train.train_tiny_lm`)."""
     documents = [t.text for t in suite.generate(n_documents, seed=10_000 + seed, known_only=True)]
-    return train_tiny_lm(
-        documents,
-        config,
-        steps=steps,
-        seed=seed,
-        batch_size=batch_size,
-        lr=lr,
-        seq_len=min(32, config.max_seq_len),
-    ).module
+    return train_tiny_lm(documents, config, steps=steps, seed=seed, batch_size=batch_size,
+                         seq_len=min(32, config.max_seq_len), lr=lr, device=device).module

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+from pathlib import Path
 
 import grpc
 import numpy as np
 import pytest
 from paperworks.router.v1 import router_pb2
+from paperworks.services.router.checkpoint import load_policy
+from paperworks.services.router.data.examples import write_examples
+from paperworks.shared.backends.tiny import TinyBackend
+from paperworks.shared.db.engine import Database
+from paperworks.shared.db.jobs import JobStore
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.rpc.tensors import from_numpy
+from paperworks.shared.sdk.client import Client
 from paperworks.shared.sdk.errors import field_violations
-from support import announced_models
+from support import TOKENS, announced_models
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +35,7 @@ def rejector_job(client):
         steps=60,
         margin_scales=[0.0, 2.0],
     )
-    return client.wait(job.id, timeout=240)
+    return client.wait(job.id, timeout=900)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +58,7 @@ def decider_job(client, remote):
         steps=300,
         query_router_baseline=False,
     )
-    return client.wait(job.id, timeout=240)
+    return client.wait(job.id, timeout=900)
 
 
 def route(client, **fields):
@@ -131,7 +139,6 @@ def test_bad_requests_are_invalid_arguments_naming_the_field(client, stack, reje
             lambda: client.submit("router", "train_rejector", synthetic={"imbalance": 0.5}, loss="LOSS_MILD"),
             "synthetic.imbalance",
         ),
-        (lambda: client.submit("router", "train_rejector", loss="LOSS_MILD"), "dataset"),
         (
             lambda: client.submit(
                 "router",
@@ -171,6 +178,87 @@ def test_bad_requests_are_invalid_arguments_naming_the_field(client, stack, reje
             call()
         assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT, field
         assert [f for f, _ in field_violations(exc.value)] == [field]
+    # a missing oneof names each field that would fill it, never the oneof's own name
+    with pytest.raises(grpc.RpcError) as exc:
+        client.submit("router", "train_rejector", loss="LOSS_MILD")
+    assert [f for f, _ in field_violations(exc.value)] == ["synthetic", "text_families", "logged"]
     with pytest.raises(grpc.RpcError) as exc:
         route(client, policy_job_id="router-0000", text="1+1=")
     assert exc.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+@pytest.fixture(scope="module")
+def uploaded_decider(client, tmp_path_factory):
+    """A TrainDecider job whose prompt set and local model folder a client in a working directory of
+    its own uploaded (the folder as a .tar.gz), as it would from another machine."""
+    home = tmp_path_factory.mktemp("client-home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(home)
+        inputs = write_examples(Path("inputs"), rows=40, steps=30)
+        prompts, model = (client.upload(Path(p)).artifact.sha256 for p in inputs[:2])
+        job = client.submit(
+            "router", "train_decider",
+            local={"model": {"kind": "tiny", "source": {"upload": model}}},
+            prompts={"source": {"upload": prompts}, "scorer": "exact"},
+            remotes=[{"name": "big", "price": 1.0, "accuracy": [0.95]}],
+            steps=50, max_new_tokens=4, query_router_baseline=False,
+        )
+        return home, prompts, model, client.wait(job.id, timeout=900)
+
+
+def test_a_job_reads_uploads_from_another_directory_and_its_outputs_come_back_whole(
+    client, uploaded_decider, tmp_path
+):
+    home, prompts, model, job = uploaded_decider
+    assert PROTO_TO_STATE[job.state] == "SUCCEEDED", job.error.message
+    attached = {a.name: a.sha256 for a in job.artifacts}
+    pulled = {p.name: p for p in client.pull_artifacts(job.id, tmp_path)}
+    assert set(pulled) == set(attached) == {"policy.safetensors", "report.json", "curves.png"}
+    for name, path in pulled.items():
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == attached[name], name
+    report = json.loads(pulled["report.json"].read_text())
+    assert report["task_source"] == "prompts" and sum(report["sizes"].values()) == 40
+    policy = load_policy(pulled["policy.safetensors"].read_bytes())
+    assert policy.meta["local"]["model"]["source"]["upload"] == model
+    # Route reopens the uploaded folder: its local answer is the model's own greedy answer
+    prompt = json.loads((home / "inputs" / "prompts.jsonl").read_text().splitlines()[0])["prompt"]
+    own = TinyBackend.from_dir(home / "inputs" / "tiny-lm").generate([prompt], max_new_tokens=4)[0].text
+    reply = route(client, policy_job_id=job.id, text=prompt, cost_lambda=1e6)
+    assert reply.accepted_local and reply.local_answer == own == reply.answer
+
+
+def test_references_to_other_jobs_and_uploads_are_checked_at_submit(client, stack, uploaded_decider,
+                                                                     rejector_job):
+    """Kind, state and tenant of every job a request names, before anything is written."""
+    _, prompts, _, _ = uploaded_decider
+    store = JobStore(Database(stack.database_url))
+    evaluation, _ = store.submit("alice", "quantizer", "evaluate", {})  # a quantizer job of another kind
+    run = store.acquire(evaluation.id, lease_s=30, max_attempts=1)
+    store.finish(evaluation.id, run.token, "SUCCEEDED", result={})
+    remotes = [{"name": "r", "price": 1.0, "accuracy": [0.9]}]
+
+    def refused(submitter, code, field, **params):
+        with pytest.raises(grpc.RpcError) as exc:
+            submitter.submit("router", "train_decider", remotes=remotes, **params)
+        assert exc.value.code() == code and exc.value.details().startswith(f"{field}: "), exc.value.details()
+        return exc.value.details()
+
+    local = {"train_tiny": {}}
+    prompt_set = {"source": {"upload": prompts}}
+    not_found, failed = grpc.StatusCode.NOT_FOUND, grpc.StatusCode.FAILED_PRECONDITION
+    assert "announced no model" in refused(client, failed, "local.quantize_job_id",
+                                           local={"quantize_job_id": evaluation.id}, prompts=prompt_set)
+    assert "no quantizer job" in refused(client, not_found, "local.quantize_job_id",
+                                         local={"quantize_job_id": rejector_job.id}, prompts=prompt_set)
+    assert "no artifact prompts.jsonl" in refused(
+        client, failed, "prompts.source.artifact.name", local=local,
+        prompts={"source": {"artifact": {"job_id": rejector_job.id, "name": "prompts.jsonl"}}})
+    with Client(endpoints=stack.endpoints, token=TOKENS["bob"]) as bob:
+        refused(bob, not_found, "local.quantize_job_id", local={"quantize_job_id": evaluation.id},
+                prompts=prompt_set)
+        refused(bob, not_found, "prompts.source.upload", local=local, prompts=prompt_set)
+        refused(bob, not_found, "prompts.source.artifact.job_id", local=local,
+                prompts={"source": {"artifact": {"job_id": rejector_job.id, "name": "report.json"}}})
+        with pytest.raises(grpc.RpcError) as exc:
+            route(bob, policy_job_id=rejector_job.id, features=from_numpy(np.zeros(6, np.float32)))
+        assert exc.value.code() == not_found

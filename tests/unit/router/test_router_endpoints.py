@@ -195,7 +195,7 @@ def test_scorers(scorer, answer, reference, right):
 
 def write(path, lines: list[str]):
     path.write_text("\n".join(lines) + "\n")
-    return str(path)
+    return path
 
 
 @pytest.mark.parametrize(
@@ -212,11 +212,11 @@ def write(path, lines: list[str]):
 def test_a_bad_jsonl_row_is_refused_naming_its_line_and_key(tmp_path, lines, message):
     with pytest.raises(InvalidArgument) as info:
         read_rows(write(tmp_path / "p.jsonl", lines))
-    assert info.value.field == "prompts.path" and message in str(info.value)
+    assert info.value.field == "prompts.source" and message in str(info.value)
 
 
 def test_a_prompt_file_is_read_through_the_data_root_and_split_by_the_seed(tmp_path, monkeypatch):
-    path = write(tmp_path / "p.jsonl", [json.dumps(r) for r in rows(30)])
+    path = str(write(tmp_path / "p.jsonl", [json.dumps(r) for r in rows(30)]))
     suite = PromptSuite.from_params(PromptSetParams(path=path), seed=3)
     assert [len(suite.generate(0, 0, part=p)) for p in (0, 1, 2)] == [15, 6, 9]
     assert suite.generate(0, 0, known_only=True) == suite.generate(0, 0, part=0)  # a tiny LM trains on these
@@ -226,7 +226,16 @@ def test_a_prompt_file_is_read_through_the_data_root_and_split_by_the_seed(tmp_p
     monkeypatch.setenv("PAPERWORKS_ROUTER_DATA_ROOT", str(root))
     with pytest.raises(InvalidArgument) as info:
         PromptSuite.from_params(PromptSetParams(path=path), seed=3)
-    assert info.value.field == "prompts.path"
+    assert info.value.field == "prompts.source.path"
+
+
+def test_a_prompt_set_job_survives_the_round_trip_through_the_job_store():
+    """The worker validates the stored parameters again, defaults and all."""
+    params = TrainDeciderParams.model_validate(
+        {"local": {"train_tiny": {}}, "prompts": {"path": "/p.jsonl"},
+         "remotes": [{"name": "r", "price": 1, "accuracy": [1]}]})
+    again = TrainDeciderParams.model_validate(params.model_dump(mode="json"))
+    assert again == params and again.prompts.source.path == "/p.jsonl"
 
 
 @pytest.mark.parametrize(
@@ -235,6 +244,9 @@ def test_a_prompt_file_is_read_through_the_data_root_and_split_by_the_seed(tmp_p
         ({"rows": [{"prompt": "a"}]}, {}, "prompts.rows.0.reference"),
         ({"rows": [{"prompt": "a", "reference": "b", "scorer": "bleu"}]}, {}, "prompts.rows.0.scorer"),
         ({}, {}, "prompts"),
+        ({"path": "/p.jsonl", "rows": [{"prompt": "a", "reference": "b"}]}, {}, "prompts"),
+        ({"path": "/p.jsonl", "source": {"upload": "a" * 64}}, {}, "prompts"),
+        ({"source": {"upload": "not-a-sha256"}}, {}, "prompts.source.upload"),
         ({"rows": [{"prompt": "a", "reference": "b"}]}, {"tasks": {"max_operand": 5}}, "request"),
     ],
 )

@@ -270,4 +270,4 @@ def test_a_local_model_directory_outside_the_data_root_is_refused(tmp_path, monk
     )
     with pytest.raises(InvalidArgument) as info:
         train_decider(params, quiet)
-    assert info.value.field == "local.model.path"
+    assert info.value.field == "local.model.source.path"

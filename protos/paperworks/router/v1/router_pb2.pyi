@@ -165,20 +165,22 @@ class RemoteModel(_message.Message):
     def __init__(self, name: _Optional[str] = ..., price: _Optional[float] = ..., accuracy: _Optional[_Iterable[float]] = ..., model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ...) -> None: ...
 
 class PromptSet(_message.Message):
-    __slots__ = ("path", "rows", "scorer", "validation_fraction", "test_fraction", "max_answer_tokens")
+    __slots__ = ("path", "source", "rows", "scorer", "validation_fraction", "test_fraction", "max_answer_tokens")
     PATH_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
     SCORER_FIELD_NUMBER: _ClassVar[int]
     VALIDATION_FRACTION_FIELD_NUMBER: _ClassVar[int]
     TEST_FRACTION_FIELD_NUMBER: _ClassVar[int]
     MAX_ANSWER_TOKENS_FIELD_NUMBER: _ClassVar[int]
     path: str
+    source: _common_pb2.InputRef
     rows: _containers.RepeatedCompositeFieldContainer[PromptRow]
     scorer: str
     validation_fraction: float
     test_fraction: float
     max_answer_tokens: int
-    def __init__(self, path: _Optional[str] = ..., rows: _Optional[_Iterable[_Union[PromptRow, _Mapping]]] = ..., scorer: _Optional[str] = ..., validation_fraction: _Optional[float] = ..., test_fraction: _Optional[float] = ..., max_answer_tokens: _Optional[int] = ...) -> None: ...
+    def __init__(self, path: _Optional[str] = ..., source: _Optional[_Union[_common_pb2.InputRef, _Mapping]] = ..., rows: _Optional[_Iterable[_Union[PromptRow, _Mapping]]] = ..., scorer: _Optional[str] = ..., validation_fraction: _Optional[float] = ..., test_fraction: _Optional[float] = ..., max_answer_tokens: _Optional[int] = ...) -> None: ...
 
 class PromptRow(_message.Message):
     __slots__ = ("prompt", "reference", "scorer")
