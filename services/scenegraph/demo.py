@@ -1,17 +1,16 @@
-"""`make demo` for scenegraph: train a PE-Net-style model with the DS-Net head on synthetic scenes,
-evaluate it in SGDet, then parse one image inline with the Predict RPC."""
+"""`make demo` for scenegraph: write synthetic scenes as a dataset folder on the client's side,
+upload it (no path is shared with the server), train a PE-Net-style model with the DS-Net head on
+it, evaluate it in PredCls and SGDet, then parse one uploaded image inline with the Predict RPC."""
 from __future__ import annotations
 
-import io
+import tempfile
 from pathlib import Path
 
-from paperworks.scenegraph.v1 import scenegraph_pb2
-from paperworks.services.scenegraph.data.scenes import generate_scenes
+from paperworks.services.scenegraph.data.__main__ import write_image, write_scenes
 from paperworks.shared.devstack.demo import console, follow
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
-from PIL import Image
 
-TRAIN = {"synthetic": {"seed": 7, "images": 240}}
+TRAIN = {"seed": 7, "images": 240}
 TEST = {"synthetic": {"seed": 8, "images": 100}}
 
 
@@ -23,8 +22,11 @@ def _done(client, job, title):
 
 
 def run(client, out: Path) -> None:
-    job = client.submit("scenegraph", "train", dataset=TRAIN, base="penet", head="dsnet",
-                        detector_epochs=8, relation_epochs=8)
+    with tempfile.TemporaryDirectory(prefix="scenegraph-client-") as here:
+        upload = client.upload(write_scenes(Path(here) / "scenes", **TRAIN).parent).artifact
+    console.print(f"uploaded the dataset folder as {upload.name} ({upload.size_bytes} bytes)")
+    job = client.submit("scenegraph", "train", dataset={"source": {"upload": upload.sha256}}, base="penet",
+                        head="dsnet", detector_epochs=8, relation_epochs=8)
     console.print(f"submitted [bold]{job.id}[/] (PE-Net + DS-Net head on 240 synthetic 64x64 scenes)")
     trained = _done(client, job, "scenegraph.train")
     r = trained.result
@@ -34,12 +36,11 @@ def run(client, out: Path) -> None:
                                             modes=["predcls", "sgdet"]), "scenegraph.evaluate")
     for mode, m in evaluated.result["modes"].items():
         console.print(f"{mode}: R@100 {m['R@100']:.3f}  ngR@100 {m['ngR@100']:.3f}  mR@100 {m['mR@100']:.3f}")
-    scene = generate_scenes(1, seed=8)[0]
-    buf = io.BytesIO()
-    Image.fromarray(scene.image).save(buf, format="PNG")
-    reply = client.stub("scenegraph").Predict(
-        scenegraph_pb2.PredictRequest(train_job_id=trained.id, image=buf.getvalue(), top_k=5),
-        metadata=client.metadata, timeout=60)
+    with tempfile.TemporaryDirectory(prefix="scenegraph-client-") as here:
+        write_image(Path(here) / "scene.png", seed=8)
+        image = client.upload(Path(here) / "scene.png").artifact
+    reply = client.call("scenegraph", "Predict", timeout=60, train_job_id=trained.id,
+                        source={"upload": image.sha256}, top_k=5)
     console.print(f"Predict ({reply.mode}): " + ", ".join(f"{o.index}:{o.box.label}" for o in reply.objects))
     for t in reply.triplets:
         console.print(f"  {t.subject}:{reply.objects[t.subject].box.label} {t.predicate} "

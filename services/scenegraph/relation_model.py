@@ -5,6 +5,13 @@ DS-Net head onto the same context (the head replaces the predictor, the context
 stays). The training loss is cross-entropy over all ordered pairs of present
 objects (background included), plus, for DS-Net, each stream's auxiliary loss
 and, for prototype classifiers, PE-Net's prototype regularizer.
+
+The frequency prior log p(r | s, o) goes where the base model's own predictor puts
+it, and only there: MOTIFS adds its frequency bias to the logits (Zellers et al.,
+eq. 6); PE-Net's `PrototypeEmbeddingNetwork` (github.com/VL-Group/PENET) adds none.
+So both heads on one base get the same prior (the DS-Net head adds it to its vision
+stream), and a gain of the head over the base's own predictor is not the prior's.
+`RelationConfig.frequency_prior` overrides the base's choice for both heads alike.
 """
 from __future__ import annotations
 
@@ -33,6 +40,12 @@ class RelationConfig(BaseModel):
     hidden: int = Field(default=64, ge=8, le=512)
     union_dim: int = Field(default=128, ge=8, le=1024)
     attributes: int = Field(default=0, ge=0, le=8, description="per-object attribute estimates (depth order)")
+    frequency_prior: bool | None = Field(default=None, description="None: as the base model's own predictor "
+                                                                   "(MOTIFS yes, PE-Net no)")
+
+    @property
+    def uses_frequency_prior(self) -> bool:
+        return self.base == "motifs" if self.frequency_prior is None else self.frequency_prior
 
 
 def _cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -46,8 +59,9 @@ class RelationModel(nn.Module):
         super().__init__()
         self.cfg = cfg
         obj_dim = coarse_channels * OBJ_POOL * OBJ_POOL + cfg.attributes
+        self.num_predicates = vocab.num_predicates
         self.union = UnionEncoder(fine_channels, cfg.union_dim)
-        self.prior = FrequencyPrior(counts)
+        self.prior = FrequencyPrior(counts) if cfg.uses_frequency_prior else None
         if cfg.base == "motifs":
             context = MotifsContext(obj_dim, vocab.num_classes, cfg.hidden)
         else:
@@ -59,7 +73,7 @@ class RelationModel(nn.Module):
         elif cfg.base == "motifs":
             self.head = MotifsPredictor(context, cfg.union_dim, vocab.num_predicates, self.prior)
         else:
-            self.head = PENetPredictor(context, cfg.union_dim, vocab.num_predicates)
+            self.head = PENetPredictor(context, cfg.union_dim, vocab.num_predicates, self.prior)
         # full predicate id -> index in a stream's {background} + group, or -1
         r = vocab.num_predicates
         for name, ids in (("space_map", vocab.geometric_ids), ("vision_map", vocab.non_geometric_ids)):
@@ -93,7 +107,7 @@ class RelationModel(nn.Module):
         """[B, N, N, R] softmax over predicates (background at 0); zero where there is no pair."""
         self.eval()
         n = feats.labels.shape[1]
-        scores = feats.boxes.new_zeros(len(feats), n, n, self.prior.table.weight.shape[1])
+        scores = feats.boxes.new_zeros(len(feats), n, n, self.num_predicates)
         for i in range(0, len(feats), batch_size):
             rows = torch.arange(i, min(i + batch_size, len(feats)))
             chunk = feats.take(rows)

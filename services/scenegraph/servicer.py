@@ -1,20 +1,26 @@
-"""ScenegraphService: the thin gRPC edge. Submit* hand jobs to the runtime; Predict loads the
-tenant's trained generator (cached by artifact hash) and answers one image inline."""
+"""ScenegraphService: the thin gRPC edge. Submit* check the train job a request builds on (the
+tenant's, a train job, SUCCEEDED) and hand jobs to the runtime; Predict loads the tenant's trained
+generator (cached by artifact hash, on this server's device: `shared.devices.device`) and answers
+one image inline, given as bytes or as an input reference (an upload, an artifact, s3, a path)."""
 from __future__ import annotations
 
 import asyncio
 
 import numpy as np
+from google.protobuf import json_format
 from paperworks.scenegraph.v1 import scenegraph_pb2, scenegraph_pb2_grpc
 from paperworks.services.scenegraph import checkpoint
 from paperworks.services.scenegraph.data.scenes_json import check_box, decode_image, resize
 from paperworks.services.scenegraph.generator import SceneGraphGenerator
 from paperworks.services.scenegraph.sgg.sample import Sample
-from paperworks.shared.errors import InvalidArgument
-from paperworks.shared.job_refs import job_artifact
+from paperworks.shared.devices import autocast, device
+from paperworks.shared.errors import InvalidArgument, violations_from_pydantic
+from paperworks.shared.inputs import InputRefParams, InputScope, resolve_input
+from paperworks.shared.job_refs import finished_job, job_artifact
 from paperworks.shared.rpc.model_cache import ModelCache
 from paperworks.shared.rpc.runtime import ServiceRuntime
 from paperworks.shared.rpc.status import rpc_method
+from pydantic import ValidationError
 
 CACHE_SIZE = 8
 MAX_TOP_K = 1000
@@ -42,13 +48,30 @@ def given_objects(request, gen: SceneGraphGenerator, width: int, height: int
     return ("predcls" if all(labelled) else "sgcls"), np.stack(boxes), np.array(labels, np.int64)
 
 
-def predict_one(gen: SceneGraphGenerator, request) -> scenegraph_pb2.PredictResponse:
+def request_image(request, scope: InputScope | None) -> tuple[bytes, str]:
+    """The request's image file, (bytes, the field that gave it): `image` or `source`, exactly one."""
+    if request.HasField("source") == bool(request.image):
+        raise InvalidArgument("image", "set exactly one of image (a PNG or JPEG file's bytes) and source")
+    if request.image:
+        return request.image, "image"
+    try:
+        ref = InputRefParams.model_validate(json_format.MessageToDict(request.source,
+                                                                      preserving_proto_field_name=True))
+    except ValidationError as exc:
+        raise violations_from_pydantic(exc, "source.") from None
+    path = resolve_input(ref, scope, "scenegraph", "source")
+    if not path.is_file():
+        raise InvalidArgument("source", "is not a file: give a PNG or JPEG image")
+    return path.read_bytes(), "source"
+
+
+def predict_one(gen: SceneGraphGenerator, request, scope: InputScope | None = None
+                ) -> scenegraph_pb2.PredictResponse:
+    """`scope`: whose inputs `request.source` may name (the caller's)."""
     top_k = request.top_k if request.HasField("top_k") else DEFAULT_TOP_K
     if not 1 <= top_k <= MAX_TOP_K:
         raise InvalidArgument("top_k", f"must be 1..{MAX_TOP_K} (unset means {DEFAULT_TOP_K})")
-    if not request.image:
-        raise InvalidArgument("image", "required: a PNG or JPEG file's bytes")
-    image = decode_image(request.image, "image")
+    image = decode_image(*request_image(request, scope))
     width, height = image.size
     mode, boxes, labels = given_objects(request, gen, width, height)
     pixels, scaled = resize(image, boxes, gen.cfg.image_size)
@@ -70,24 +93,35 @@ class ScenegraphServicer(scenegraph_pb2_grpc.ScenegraphServiceServicer):
     def __init__(self, rt: ServiceRuntime):
         self.rt = rt
         self.cache = ModelCache(CACHE_SIZE)
+        self.device = device()  # where the cached generators live
 
     @rpc_method
     async def SubmitTrain(self, request, context):
         return scenegraph_pb2.SubmitTrainResponse(job=await self.rt.submit(context, "train", request))
 
+    async def _check_train_job(self, context, job_id: str) -> None:
+        """Refused at submit, not in the worker: a job id that is not this tenant's SUCCEEDED train job
+        (an empty one is left to the parameters' check, which names every missing field at once)."""
+        if job_id:
+            await asyncio.to_thread(finished_job, self.rt.store, self.rt.tenant(context), "scenegraph",
+                                    job_id, "train_job_id", kind="train")
+
     @rpc_method
     async def SubmitEvaluate(self, request, context):
+        await self._check_train_job(context, request.train_job_id)
         return scenegraph_pb2.SubmitEvaluateResponse(job=await self.rt.submit(context, "evaluate", request))
 
     @rpc_method
     async def SubmitPredict(self, request, context):
+        await self._check_train_job(context, request.train_job_id)
         return scenegraph_pb2.SubmitPredictResponse(job=await self.rt.submit(context, "predict", request))
 
-    def _predict(self, tenant: str, request) -> scenegraph_pb2.PredictResponse:
-        data, sha = job_artifact(self.rt.store, self.rt.artifacts, tenant, "scenegraph", request.train_job_id,
-                                 checkpoint.MODEL_FILE, "train_job_id", kind="train")
-        return predict_one(self.cache.get(sha, lambda: checkpoint.load(data)), request)
+    def _predict(self, scope: InputScope, request) -> scenegraph_pb2.PredictResponse:
+        data, sha = job_artifact(self.rt.store, self.rt.artifacts, scope.tenant, "scenegraph",
+                                 request.train_job_id, checkpoint.MODEL_FILE, "train_job_id", kind="train")
+        gen = self.cache.get(sha, lambda: checkpoint.load(data, self.device, autocast))
+        return predict_one(gen, request, scope)
 
     @rpc_method
     async def Predict(self, request, context):
-        return await asyncio.to_thread(self._predict, self.rt.tenant(context), request)
+        return await asyncio.to_thread(self._predict, self.rt.inputs(context), request)

@@ -6,6 +6,7 @@ validated like any other value.
 """
 from typing import Annotated, Literal
 
+from paperworks.shared.inputs import InputRefParams, path_shorthand
 from paperworks.shared.registry import JobKind, ServiceSpec
 from pydantic import BaseModel, Field, model_validator
 
@@ -17,13 +18,25 @@ class SyntheticScenesParams(BaseModel):
 
 
 class DatasetParams(BaseModel):
+    """A scenes.json dataset (`source`: its folder uploaded as an archive, a job's artifact, an
+    s3:// archive or a server path, a scenes.json or a folder holding one; `path` is short for
+    `source.path`) or the synthetic scenes."""
+
     path: str = ""
+    source: InputRefParams | None = None
     synthetic: SyntheticScenesParams | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _path_is_source_path(cls, data):
+        return path_shorthand(data)
 
     @model_validator(mode="after")
     def one_source(self):
-        if bool(self.path) == (self.synthetic is not None):
-            raise ValueError("set exactly one of dataset.path and dataset.synthetic")
+        if (self.source is None) == (self.synthetic is None):
+            raise ValueError("set exactly one of dataset.source (or dataset.path) and dataset.synthetic")
+        if self.source is not None and self.source.path and not self.path:
+            self.path = self.source.path
         return self
 
 
@@ -76,17 +89,39 @@ SPEC = ServiceSpec(
             submit_rpc="SubmitTrain",
             description="images + boxes + triplets -> detector, relation model "
                         "(MOTIFS/PE-Net, original/DS-Net head)",
+            result={"images": "training images (count)",
+                    "relations": "annotated (subject, predicate, object) triplets in them (count)",
+                    "base": "the base model: motifs or penet",
+                    "head": "the predicate head: dsnet or original",
+                    "detector_loss": "the detector's CenterNet loss in its last epoch: focal heatmap "
+                                     "loss + 0.1 x box-size L1 + centre-offset L1, per object (sizes "
+                                     "and offsets in stride-4 cells), mean over the epoch's batches",
+                    "relation_loss": "relation model loss of the last epoch: cross-entropy over all "
+                                     "ordered object pairs, background included (nats), plus the DS-Net "
+                                     "streams' auxiliary terms or PE-Net's prototype regularizer",
+                    "first_relation_loss": "the same loss in the first epoch (it should fall)"},
         ),
         "evaluate": JobKind(
             name="evaluate", params=EvaluateParams,
             handler="paperworks.services.scenegraph.tasks:run_evaluate",
             submit_rpc="SubmitEvaluate",
             description="R@K, ngR@K, mR@K in PredCls/SGCls/SGDet, per predicate and per group",
+            result={"images": "images evaluated (count)",
+                    "modes": "per mode (predcls / sgcls / sgdet): R@K (recall of annotated triplets "
+                             "in the top K, one predicate per pair), ngR@K (no graph constraint), mR@K "
+                             "(R@K averaged over predicates) for K = 20, 50, 100 (fractions 0..1)",
+                    "mR@100_non_geometric": "per mode: mR@100 over the non-geometric predicates only "
+                                            "(fraction 0..1); every predicate and group in "
+                                            "evaluation.json"},
         ),
         "predict": JobKind(
             name="predict", params=PredictParams, handler="paperworks.services.scenegraph.tasks:run_predict",
             submit_rpc="SubmitPredict",
             description="a batch of images -> scene graphs JSON and drawn PNGs",
+            result={"images": "images given scene graphs (count)",
+                    "triplets": "ranked triplets written to scene_graphs.json, at most top_k per "
+                                "image (count)",
+                    "drawn": "images drawn as <image id>.png (count, at most max_drawings)"},
         ),
     },
 )

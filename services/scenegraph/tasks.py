@@ -1,4 +1,7 @@
-"""The scenegraph jobs: thin handlers that load inputs, call the method modules, store artifacts."""
+"""The scenegraph jobs: thin handlers that load inputs, call the method modules, store artifacts.
+Everything runs on the job's device (`ctx.device`): the generator trains there in float32, and
+evaluates and predicts there with the detector's inference pass under bf16 autocast on a GPU
+(`paperworks.shared.devices.autocast`)."""
 from __future__ import annotations
 
 import re
@@ -10,6 +13,7 @@ from paperworks.services.scenegraph.figures import draw_graph
 from paperworks.services.scenegraph.generator import SceneGraphGenerator, TrainConfig
 from paperworks.services.scenegraph.relation_model import RelationConfig
 from paperworks.services.scenegraph.spec import EvaluateParams, PredictParams, TrainParams
+from paperworks.shared.devices import autocast
 from paperworks.shared.errors import InvalidArgument
 from paperworks.shared.tasks.context import JobContext
 
@@ -18,7 +22,7 @@ KS = (20, 50, 100)
 
 def _generator(ctx: JobContext, job_id: str) -> SceneGraphGenerator:
     data, _ = ctx.job_artifact("scenegraph", job_id, checkpoint.MODEL_FILE, "train_job_id", kind="train")
-    return checkpoint.load(data)
+    return checkpoint.load(data, ctx.device, autocast)
 
 
 def _headline(metrics: dict) -> dict:
@@ -28,7 +32,7 @@ def _headline(metrics: dict) -> dict:
 def run_train(params: TrainParams, ctx: JobContext) -> dict:
     total = params.detector_epochs + params.relation_epochs
     ctx.progress(0, total, stage="loading", message="reading the dataset")
-    vocab, samples = load_dataset(params.dataset, params.image_size)
+    vocab, samples = load_dataset(params.dataset, params.image_size, ctx)
     if not any(len(s.relations) for s in samples):
         raise InvalidArgument("dataset", "no image has a relation to learn from")
     if params.depth_order and not (vocab.depth_order or any(s.depth is not None for s in samples)):
@@ -47,7 +51,7 @@ def run_train(params: TrainParams, ctx: JobContext) -> dict:
         done = step + (params.detector_epochs if stage == "relation" else 0)
         ctx.progress(done, total, stage=stage, message=f"epoch {step}/{steps} loss {loss:.4f}")
 
-    gen = SceneGraphGenerator.train(samples, vocab, cfg, progress)
+    gen = SceneGraphGenerator.train(samples, vocab, cfg, progress, device=ctx.device)
     model = ctx.put_artifact(checkpoint.MODEL_FILE, checkpoint.save(gen), "application/octet-stream")
     ctx.announce_model(model, f"{params.base} scene-graph generator with the {params.head} predicate head")
     frequencies = {vocab.predicate_name(r): int(n) for r, n in enumerate(gen.train_frequencies) if r}
@@ -61,7 +65,7 @@ def run_train(params: TrainParams, ctx: JobContext) -> dict:
 def run_evaluate(params: EvaluateParams, ctx: JobContext) -> dict:
     gen = _generator(ctx, params.train_job_id)
     ctx.progress(0, 2, stage="loading", message="reading the dataset")
-    vocab, samples = load_dataset(params.dataset, gen.cfg.image_size)
+    vocab, samples = load_dataset(params.dataset, gen.cfg.image_size, ctx)
     check_vocabulary(gen.vocab, vocab)
     modes = tuple(dict.fromkeys(params.modes)) or ("predcls", "sgcls", "sgdet")
     ctx.progress(1, 2, stage="evaluating", message=", ".join(modes))
@@ -74,7 +78,7 @@ def run_evaluate(params: EvaluateParams, ctx: JobContext) -> dict:
 
 def run_predict(params: PredictParams, ctx: JobContext) -> dict:
     gen = _generator(ctx, params.train_job_id)
-    vocab, samples = load_dataset(params.dataset, gen.cfg.image_size)
+    vocab, samples = load_dataset(params.dataset, gen.cfg.image_size, ctx)
     check_vocabulary(gen.vocab, vocab)
     graphs = []
     for start in range(0, len(samples), 64):

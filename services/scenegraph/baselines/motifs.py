@@ -73,9 +73,11 @@ class MotifsContext(nn.Module):
 
 
 class MotifsPredictor(nn.Module):
-    """The original MOTIFS head: pair context times union feature, linear, plus frequency bias."""
+    """The original MOTIFS head: pair context times union feature, linear, plus frequency bias (unless
+    `RelationConfig.frequency_prior` turns it off)."""
 
-    def __init__(self, context: MotifsContext, union_dim: int, num_predicates: int, prior: FrequencyPrior):
+    def __init__(self, context: MotifsContext, union_dim: int, num_predicates: int,
+                 prior: FrequencyPrior | None):
         super().__init__()
         self.context = context
         self.up_dim = nn.Linear(union_dim, context.pair_dim)
@@ -85,4 +87,7 @@ class MotifsPredictor(nn.Module):
     def forward(self, feats: Features, union: torch.Tensor, pairs: Pairs) -> dict[str, torch.Tensor]:
         head, tail = self.context(feats)
         rep = self.context.pair(*pairs.rows(head, tail)) * self.up_dim(union)
-        return {"logits": self.rel_compress(rep) + self.freq_bias(*pairs.rows(feats.labels))}
+        logits = self.rel_compress(rep)
+        if self.freq_bias is not None:
+            logits = logits + self.freq_bias(*pairs.rows(feats.labels))
+        return {"logits": logits}

@@ -11,11 +11,13 @@ with cross-entropy plus prototype regularization (eqs. 10-11).
 Design choices: the class and predicate embeddings are learned from scratch
 (no GloVe vectors offline); dimensions are small; PE-Net's Euclidean
 prototype-learning term is left out (the cross-entropy on cosine scores is kept).
+Like the authors' `PrototypeEmbeddingNetwork`, the head adds no frequency prior; one is
+added only where `RelationConfig.frequency_prior` asks for it (then to both heads alike).
 """
 from __future__ import annotations
 
 import torch
-from paperworks.services.scenegraph.sgg.components import Pairs, PrototypeClassifier
+from paperworks.services.scenegraph.sgg.components import FrequencyPrior, Pairs, PrototypeClassifier
 from paperworks.services.scenegraph.sgg.features import Features
 from torch import nn
 
@@ -59,9 +61,11 @@ class PENetContext(nn.Module):
 
 
 class PENetPredictor(nn.Module):
-    """The original PE-Net head: r = F(s, o) - g_p * h(x_u), cosine to predicate prototypes."""
+    """The original PE-Net head: r = F(s, o) - g_p * h(x_u), cosine to predicate prototypes (+ the
+    frequency prior log p(r | s, o) where one is given)."""
 
-    def __init__(self, context: PENetContext, union_dim: int, num_predicates: int):
+    def __init__(self, context: PENetContext, union_dim: int, num_predicates: int,
+                 prior: FrequencyPrior | None = None):
         super().__init__()
         d = context.dim
         self.context = context
@@ -70,6 +74,7 @@ class PENetPredictor(nn.Module):
         self.linear = nn.Linear(d, d)
         self.norm = nn.LayerNorm(d)
         self.classifier = PrototypeClassifier(d, num_predicates)
+        self.prior = prior
 
     def forward(self, feats: Features, union: torch.Tensor, pairs: Pairs) -> dict[str, torch.Tensor]:
         s, o = self.context(feats)
@@ -77,4 +82,7 @@ class PENetPredictor(nn.Module):
         u = self.context.vis2sem(self.down(union))
         r = so - u * torch.sigmoid(self.gate(torch.cat([so, u], -1)))
         r = self.norm(torch.relu(self.linear(r)) + r)
-        return {"logits": self.classifier(r), "regularizer": self.classifier.regularizer()}
+        logits = self.classifier(r)
+        if self.prior is not None:
+            logits = logits + self.prior(*pairs.rows(feats.labels))
+        return {"logits": logits, "regularizer": self.classifier.regularizer()}

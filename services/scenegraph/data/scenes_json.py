@@ -61,7 +61,11 @@ def check_box(box, width: float, height: float, field: str) -> np.ndarray:
     return b.astype(np.float32)
 
 
-def load_json(path: Path, image_size: int, field: str = "dataset.path") -> tuple[Vocabulary, list[Sample]]:
+def load_json(path: Path, image_size: int, field: str = "dataset.path",
+              images_under: tuple[Path, str] | None = None) -> tuple[Vocabulary, list[Sample]]:
+    """`images_under`: (folder, what it is): image files must lie in it, symlinks followed (an
+    uploaded dataset's own folder; a server dataset's data root), else the entry is refused, the
+    same way whether the file exists or not."""
     try:
         doc = json.loads(path.read_text())
     except FileNotFoundError:
@@ -75,13 +79,14 @@ def load_json(path: Path, image_size: int, field: str = "dataset.path") -> tuple
                            geometric=doc.get("geometric", []), depth_order=doc.get("depth_order", []))
     except ValidationError as exc:
         raise InvalidArgument(field, f"{path}: {exc.errors()[0]['msg']}") from None
-    return vocab, [_image(path.parent, entry, k, vocab, image_size, f"{field}: images[{k}]")
+    return vocab, [_image(path.parent, entry, k, vocab, image_size, f"{field}: images[{k}]", images_under)
                    for k, entry in enumerate(doc["images"])]
 
 
-def _image(root: Path, entry: dict, k: int, vocab: Vocabulary, size: int, where: str) -> Sample:
+def _image(root: Path, entry: dict, k: int, vocab: Vocabulary, size: int, where: str,
+           images_under: tuple[Path, str] | None) -> Sample:
     try:
-        file = root / entry["file"]
+        file = _image_file(root, entry["file"], f"{where}.file", images_under)
         objects, relations = entry.get("objects", []), entry.get("relations", [])
         image = decode_image(file.read_bytes(), f"{where}.file")
         boxes, labels = [], []
@@ -105,9 +110,23 @@ def _image(root: Path, entry: dict, k: int, vocab: Vocabulary, size: int, where:
         raise InvalidArgument(where, f"malformed entry ({exc})") from None
     except FileNotFoundError:
         raise InvalidArgument(f"{where}.file", f"no file {entry['file']}") from None
+    except OSError as exc:
+        raise InvalidArgument(f"{where}.file", f"cannot read {entry['file']}: {exc.strerror}") from None
     pixels, scaled = resize(image, np.array(boxes, np.float32), size)
     return Sample(pixels, scaled, np.array(labels, np.int64), np.array(triplets, np.int64).reshape(-1, 3),
                   image_id=str(entry.get("id", k)), depth=depth)
+
+
+def _image_file(root: Path, name, field: str, images_under: tuple[Path, str] | None) -> Path:
+    if not isinstance(name, str) or not name:
+        raise InvalidArgument(field, "must name an image file, relative to the scenes.json")
+    try:
+        file = (root / name).resolve()
+    except (OSError, ValueError, RuntimeError):
+        raise InvalidArgument(field, f"{name[:200]!r} is not a usable file name") from None
+    if images_under is not None and not file.is_relative_to(images_under[0]):
+        raise InvalidArgument(field, f"must lie inside {images_under[1]}")
+    return file
 
 
 def _depth(objects: list[dict], where: str) -> np.ndarray | None:

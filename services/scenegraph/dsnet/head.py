@@ -11,7 +11,9 @@ predicate head for existing SGG models:
   context over the image's objects: a small transformer over box + class tokens;
 - vision stream: the base model's subject/object representations paired its
   own way (MOTIFS: post_cat of head and tail; PE-Net: F(s, o)), the union-box
-  RoI feature, class embeddings, and the frequency prior log p(r | s, o);
+  RoI feature, class embeddings, and, where the base model's own predictor has
+  one (MOTIFS' frequency bias; PE-Net has none), the frequency prior
+  log p(r | s, o): a plug-in head keeps what the base predicts with, no more;
 - bidirectional cross-stream fusion: over the image's pair tokens, the space
   stream attends to the vision stream and the vision stream to the space stream
   (multi-head cross-attention each way, residual, optionally gated by
@@ -121,7 +123,7 @@ class CrossFusion(nn.Module):
 
 class DSNetHead(nn.Module):
     def __init__(self, cfg: DSNetConfig, context: nn.Module, union_dim: int, num_classes: int,
-                 geometric_ids: list[int], non_geometric_ids: list[int], prior: FrequencyPrior,
+                 geometric_ids: list[int], non_geometric_ids: list[int], prior: FrequencyPrior | None,
                  classifier: Literal["linear", "prototype"], attributes: int = 0):
         super().__init__()
         d = cfg.dim
@@ -188,10 +190,11 @@ class DSNetHead(nn.Module):
             x = torch.cat([space_in, vision_in], -1) if self.cfg.streams == "single" else vision_in
             x = self._with_attributes(self.single_mlp(x), feats, pairs)
             s2 = v2 = self.single_fusion(x, x, pairs)
-        prior = self.prior(*pairs.rows(feats.labels))
         space = self.space_classifier(s2)
-        vision_ids = torch.cat([self.ng_ids.new_zeros(1), self.ng_ids])
-        vision = self.vision_classifier(v2) + prior[:, vision_ids]
+        vision = self.vision_classifier(v2)
+        if self.prior is not None:
+            vision_ids = torch.cat([self.ng_ids.new_zeros(1), self.ng_ids])
+            vision = vision + self.prior(*pairs.rows(feats.labels))[:, vision_ids]
         ls, lv = space.log_softmax(-1), vision.log_softmax(-1)
         logits = space.new_empty(len(pairs), self.num_predicates)
         # p(bg) = Ps(bg) Pv(bg), p(g) = Ps(g) Pv(bg), p(n) = Pv(n): a distribution that sums to 1

@@ -1,9 +1,15 @@
-"""The scenegraph service over real gRPC on the embedded stack: train from a scenes.json dataset,
-evaluate, predict a batch, and the sync Predict RPC with its field-naming errors."""
+"""The scenegraph service over real gRPC on the embedded stack: train from a dataset folder that a
+client in another working directory uploaded (then deleted: nothing is shared but the upload),
+evaluate from a server path, predict a batch, the sync Predict RPC (image bytes or an uploaded
+image) with its field-naming errors, and references to other jobs checked at submit."""
 from __future__ import annotations
 
+import base64
+import hashlib
 import io
 import json
+import shutil
+from pathlib import Path
 
 import grpc
 import numpy as np
@@ -34,8 +40,22 @@ def dataset_path(tmp_path_factory, scenes):
 
 
 @pytest.fixture(scope="module")
-def trained(client, dataset_path):
-    return finished(client, client.submit("scenegraph", "train", dataset={"path": dataset_path}, base="penet",
+def uploaded(client, tmp_path_factory, scenes):
+    """{"upload": sha256} of the dataset folder (scenes.json + images/), uploaded from a client's own
+    working directory by a relative path; the folder is gone before any job runs."""
+    here = tmp_path_factory.mktemp("client-elsewhere")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(here)
+        write_json(scenes, synthetic_vocabulary(), Path("scenes"))
+        reply = client.upload(Path("scenes"))
+        shutil.rmtree("scenes")
+    assert reply.artifact.name == "scenes.tar.gz"
+    return {"upload": reply.artifact.sha256}
+
+
+@pytest.fixture(scope="module")
+def trained(client, uploaded):
+    return finished(client, client.submit("scenegraph", "train", dataset={"source": uploaded}, base="penet",
                                           **SMALL))
 
 
@@ -46,11 +66,14 @@ def test_train_stores_the_generator_and_its_history(trained, client, tmp_path):
     assert {a.name for a in trained.artifacts} == {"model.safetensors", "training.json"}
     assert announced_models(client, trained) == ["model.safetensors"]
     paths = {p.name: p for p in client.pull_artifacts(trained.id, tmp_path)}
+    assert {name: hashlib.sha256(p.read_bytes()).hexdigest() for name, p in paths.items()} == {
+        a.name: a.sha256 for a in trained.artifacts}
     history = json.loads(paths["training.json"].read_text())
     assert len(history["losses"]["detector"]) == 2 and history["vocabulary"]["geometric"][0] == "near"
 
 
 def test_evaluate_reports_the_benchmark_metrics_per_mode(client, trained, dataset_path):
+    # a server path (under the stack's data root) still names a dataset
     job = client.submit("scenegraph", "evaluate", train_job_id=trained.id, dataset={"path": dataset_path},
                         modes=["predcls", "sgdet"])
     result = finished(client, job).result
@@ -93,6 +116,67 @@ def test_predict_rpc_returns_objects_and_ranked_triplets(client, trained, scenes
     detected = stub.Predict(scenegraph_pb2.PredictRequest(train_job_id=trained.id, image=_png(s.image)),
                             metadata=client.metadata, timeout=60)
     assert detected.mode == "sgdet"
+
+
+def test_predict_rpc_reads_an_uploaded_image(client, trained, scenes, tmp_path):
+    (tmp_path / "scene.png").write_bytes(_png(scenes[1].image))
+    image = {"upload": client.upload(tmp_path / "scene.png").artifact.sha256}
+    reply = client.call("scenegraph", "Predict", timeout=60, train_job_id=trained.id, source=image, top_k=3)
+    inline = client.call("scenegraph", "Predict", timeout=60, train_job_id=trained.id,
+                         image=base64.b64encode(_png(scenes[1].image)).decode(), top_k=3)
+    assert reply.mode == "sgdet" and reply == inline
+    for request, field in (({"source": image, "image": base64.b64encode(b"png").decode()}, "image"),
+                           ({}, "image"), ({"source": {"upload": "0" * 64}}, "source.upload")):
+        with pytest.raises(grpc.RpcError) as exc:
+            client.call("scenegraph", "Predict", timeout=60, train_job_id=trained.id, **request)
+        assert [f for f, _ in field_violations(exc.value)] == [field], exc.value.details()
+
+
+def _refused(call, code: grpc.StatusCode, field: str, text: str = "") -> None:
+    with pytest.raises(grpc.RpcError) as exc:
+        call()
+    assert exc.value.code() == code, exc.value.details()
+    assert [f for f, _ in field_violations(exc.value)] == [field] and text in exc.value.details()
+
+
+def test_train_job_references_are_checked_at_submit(stack, client, uploaded, trained):
+    before = len(client.list("scenegraph", page_size=500)[0])
+    predicted = finished(client, client.submit("scenegraph", "predict", train_job_id=trained.id,
+                                               dataset={"synthetic": {"seed": 5, "images": 2}}))
+    _refused(lambda: client.submit("scenegraph", "evaluate", train_job_id=predicted.id,
+                                   dataset={"source": uploaded}),
+             grpc.StatusCode.INVALID_ARGUMENT, "train_job_id", "is a predict job, not train")
+    _refused(lambda: client.submit("scenegraph", "predict", train_job_id="scenegraph-missing",
+                                   dataset={"source": uploaded}),
+             grpc.StatusCode.NOT_FOUND, "train_job_id")
+    _refused(lambda: client.submit("scenegraph", "train", dataset={"source": {"upload": "0" * 64}}),
+             grpc.StatusCode.NOT_FOUND, "dataset.source.upload")
+    assert len(client.list("scenegraph", page_size=500)[0]) == before + 1
+    with Client(endpoints=stack.endpoints, token=TOKENS["bob"]) as bob:  # alice's job and upload
+        _refused(lambda: bob.submit("scenegraph", "evaluate", train_job_id=trained.id,
+                                    dataset={"synthetic": {"seed": 1}}),
+                 grpc.StatusCode.NOT_FOUND, "train_job_id")
+        _refused(lambda: bob.submit("scenegraph", "train", dataset={"source": uploaded}),
+                 grpc.StatusCode.NOT_FOUND, "dataset.source.upload")
+        assert bob.list("scenegraph", page_size=500)[0] == []
+
+
+@pytest.mark.parametrize(("layout", "field", "text"), [
+    ("json-only", "dataset.source", "is one file"),
+    ("image-outside", "dataset.source: images[0].file", "inside the dataset's folder"),
+])
+def test_an_upload_that_is_no_dataset_folder_fails_naming_the_source(client, tmp_path, scenes, layout, field,
+                                                                     text):
+    path = write_json(scenes[:2], synthetic_vocabulary(), tmp_path / "scenes")
+    if layout == "image-outside":  # an entry naming a server file must not be read
+        doc = json.loads(path.read_text())
+        doc["images"][0]["file"] = "../../../../../../../../etc/hostname"
+        path.write_text(json.dumps(doc))
+    sha = client.upload(path if layout == "json-only" else path.parent).artifact.sha256
+    final = client.wait(client.submit("scenegraph", "train", dataset={"source": {"upload": sha}}, **SMALL).id,
+                        timeout=120)
+    assert PROTO_TO_STATE[final.state] == "FAILED"
+    assert [v.field for v in final.error.field_violations] == [field] and text in final.error.message
 
 
 def test_bad_inputs_are_invalid_argument_naming_the_field(client, trained, scenes):

@@ -6,13 +6,16 @@ every relation head sits on the same detector); every relation model then trains
 on its SGDet output and is scored in SGDet on held-out scenes:
 
 - claim 1: each base model (MOTIFS, PE-Net) with its original head and with the
-  DS-Net head: mR@100 and R@100;
+  DS-Net head: mR@100 and R@100. Both heads on a base get the same frequency prior
+  (MOTIFS: its frequency bias; PE-Net: none, as in the authors' code); the `/frequency-prior`
+  PE-Net variants give both PE-Net heads the prior, the other fair reading;
 - claim 2: where the gain lands (mR@100 over non-geometric vs geometric predicates,
   over tail vs head predicates) and how often an annotated non-geometric triplet's
   pair is predicted with a geometric predicate (`ng_as_geo_rate`);
-- claim 3: ablations of the DS-Net head (one stream over both inputs; one-way fusion:
-  the vision stream attends to the space stream only, or the other way round; no fusion:
-  two streams with their per-stream losses and no cross-attention between them).
+- claim 3: ablations of the DS-Net head (one stream over both inputs; the vision stream
+  alone; one-way fusion, each direction: space -> vision only, where the vision stream attends
+  to the space stream, and vision -> space only; no fusion: two streams with their per-stream
+  losses and no cross-attention between them).
 """
 from __future__ import annotations
 
@@ -43,13 +46,15 @@ VARIANTS = {
     "penet+dsnet": RelationConfig(base="penet", head="dsnet"),
     "penet+dsnet/single-stream": RelationConfig(base="penet", head="dsnet",
                                                 dsnet=DSNetConfig(streams="single")),
-    "penet+dsnet/one-way-fusion": RelationConfig(base="penet", head="dsnet",
-                                                 dsnet=DSNetConfig(fusion="space_to_vision")),
+    "penet+dsnet/space-to-vision-only": RelationConfig(base="penet", head="dsnet",
+                                                       dsnet=DSNetConfig(fusion="space_to_vision")),
     "penet+dsnet/vision-to-space-only": RelationConfig(base="penet", head="dsnet",
                                                        dsnet=DSNetConfig(fusion="vision_to_space")),
     "penet+dsnet/no-fusion": RelationConfig(base="penet", head="dsnet", dsnet=DSNetConfig(fusion="none")),
     "penet+dsnet/vision-stream-only": RelationConfig(base="penet", head="dsnet",
                                                      dsnet=DSNetConfig(streams="vision")),
+    "penet/frequency-prior": RelationConfig(base="penet", head="original", frequency_prior=True),
+    "penet+dsnet/frequency-prior": RelationConfig(base="penet", head="dsnet", frequency_prior=True),
 }
 
 

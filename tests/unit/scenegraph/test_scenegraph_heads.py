@@ -79,6 +79,28 @@ def test_every_model_gives_a_distribution_and_a_finite_loss(base, head):
     assert (probs.sum(-1)[~off_diagonal] == 0).all()  # no pair: zero
 
 
+@pytest.mark.parametrize("head", ["original", "dsnet"])
+@pytest.mark.parametrize(("base", "frequency_prior", "uses"),
+                         [("motifs", None, True), ("penet", None, False), ("penet", True, True),
+                          ("motifs", False, False)])
+def test_both_heads_on_a_base_get_the_same_frequency_prior(base, head, frequency_prior, uses):
+    """Claim 1's fairness: the prior goes where the base's own predictor puts it (MOTIFS' frequency bias;
+    PE-Net none, as in the authors' code), on both heads alike, unless `frequency_prior` says otherwise;
+    where there is one, the logits move with it."""
+    torch.manual_seed(0)
+    cfg = RelationConfig(base=base, head=head, frequency_prior=frequency_prior,
+                         dsnet=DSNetConfig(dim=16, heads=2), hidden=16, union_dim=16)
+    model = RelationModel(cfg, VOCAB, torch.rand(3, 3, 4) * 5, coarse_channels=4, fine_channels=3).eval()
+    assert cfg.uses_frequency_prior is uses
+    assert sum(isinstance(m, FrequencyPrior) for m in model.modules()) == int(uses)
+    if uses:
+        feats = _random_features()
+        with torch.no_grad():
+            before = model(feats)["logits"]
+            model.prior.table.weight.add_(torch.randn(model.prior.table.weight.shape))
+            assert not torch.allclose(model(feats)["logits"], before, atol=1e-3)
+
+
 def test_dsnet_takes_geometric_logits_from_the_space_stream_and_the_rest_from_the_vision_stream():
     torch.manual_seed(0)
     model = RelationModel(SMALL_DSNET, VOCAB, torch.rand(3, 3, 4), coarse_channels=4, fine_channels=3)

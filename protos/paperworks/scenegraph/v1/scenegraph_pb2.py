@@ -22,44 +22,45 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from paperworks.v1 import common_pb2 as paperworks_dot_v1_dot_common__pb2
 from paperworks.v1 import jobs_pb2 as paperworks_dot_v1_dot_jobs__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n)paperworks/scenegraph/v1/scenegraph.proto\x12\x18paperworks.scenegraph.v1\x1a\x18paperworks/v1/jobs.proto\"Z\n\x0fSyntheticScenes\x12\x0c\n\x04seed\x18\x01 \x01(\x04\x12\x13\n\x06images\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x19\n\x11overlap_pair_rate\x18\x03 \x01(\x02\x42\t\n\x07_images\"i\n\rDatasetSource\x12\x0e\n\x04path\x18\x01 \x01(\tH\x00\x12>\n\tsynthetic\x18\x02 \x01(\x0b\x32).paperworks.scenegraph.v1.SyntheticScenesH\x00\x42\x08\n\x06source\"n\n\x0c\x44SNetOptions\x12\x14\n\x07streams\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x13\n\x06\x66usion\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x12\n\x05gated\x18\x03 \x01(\x08H\x02\x88\x01\x01\x42\n\n\x08_streamsB\t\n\x07_fusionB\x08\n\x06_gated\"\xaf\x03\n\x12SubmitTrainRequest\x12\x38\n\x07\x64\x61taset\x18\x01 \x01(\x0b\x32\'.paperworks.scenegraph.v1.DatasetSource\x12\x11\n\x04\x62\x61se\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04head\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x35\n\x05\x64snet\x18\x04 \x01(\x0b\x32&.paperworks.scenegraph.v1.DSNetOptions\x12\x17\n\nimage_size\x18\x05 \x01(\x05H\x02\x88\x01\x01\x12\x1c\n\x0f\x64\x65tector_epochs\x18\x06 \x01(\x05H\x03\x88\x01\x01\x12\x1c\n\x0frelation_epochs\x18\x07 \x01(\x05H\x04\x88\x01\x01\x12\x18\n\x0bmax_objects\x18\x08 \x01(\x05H\x05\x88\x01\x01\x12\x0c\n\x04seed\x18\t \x01(\x04\x12\x13\n\x0b\x64\x65pth_order\x18\n \x01(\x08\x12\x17\n\x0fidempotency_key\x18\x0f \x01(\tB\x07\n\x05_baseB\x07\n\x05_headB\r\n\x0b_image_sizeB\x12\n\x10_detector_epochsB\x12\n\x10_relation_epochsB\x0e\n\x0c_max_objects\"6\n\x13SubmitTrainResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\x8f\x01\n\x15SubmitEvaluateRequest\x12\x14\n\x0ctrain_job_id\x18\x01 \x01(\t\x12\x38\n\x07\x64\x61taset\x18\x02 \x01(\x0b\x32\'.paperworks.scenegraph.v1.DatasetSource\x12\r\n\x05modes\x18\x03 \x03(\t\x12\x17\n\x0fidempotency_key\x18\x0f \x01(\t\"9\n\x16SubmitEvaluateResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\xc9\x01\n\x14SubmitPredictRequest\x12\x14\n\x0ctrain_job_id\x18\x01 \x01(\t\x12\x38\n\x07\x64\x61taset\x18\x02 \x01(\x0b\x32\'.paperworks.scenegraph.v1.DatasetSource\x12\x12\n\x05top_k\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x19\n\x0cmax_drawings\x18\x04 \x01(\x05H\x01\x88\x01\x01\x12\x17\n\x0fidempotency_key\x18\x0f \x01(\tB\x08\n\x06_top_kB\x0f\n\r_max_drawings\"8\n\x15SubmitPredictResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"D\n\x03\x42ox\x12\n\n\x02x1\x18\x01 \x01(\x01\x12\n\n\x02y1\x18\x02 \x01(\x01\x12\n\n\x02x2\x18\x03 \x01(\x01\x12\n\n\x02y2\x18\x04 \x01(\x01\x12\r\n\x05label\x18\x05 \x01(\t\"\x81\x01\n\x0ePredictRequest\x12\x14\n\x0ctrain_job_id\x18\x01 \x01(\t\x12\r\n\x05image\x18\x02 \x01(\x0c\x12,\n\x05\x62oxes\x18\x03 \x03(\x0b\x32\x1d.paperworks.scenegraph.v1.Box\x12\x12\n\x05top_k\x18\x04 \x01(\x05H\x00\x88\x01\x01\x42\x08\n\x06_top_k\"Z\n\x0e\x44\x65tectedObject\x12\r\n\x05index\x18\x01 \x01(\x05\x12*\n\x03\x62ox\x18\x02 \x01(\x0b\x32\x1d.paperworks.scenegraph.v1.Box\x12\r\n\x05score\x18\x03 \x01(\x01\"_\n\x07Triplet\x12\x0f\n\x07subject\x18\x01 \x01(\x05\x12\x11\n\tpredicate\x18\x02 \x01(\t\x12\x0e\n\x06object\x18\x03 \x01(\x05\x12\r\n\x05score\x18\x04 \x01(\x01\x12\x11\n\tgeometric\x18\x05 \x01(\x08\"\x8f\x01\n\x0fPredictResponse\x12\x0c\n\x04mode\x18\x01 \x01(\t\x12\x39\n\x07objects\x18\x02 \x03(\x0b\x32(.paperworks.scenegraph.v1.DetectedObject\x12\x33\n\x08triplets\x18\x03 \x03(\x0b\x32!.paperworks.scenegraph.v1.Triplet2\xc6\x03\n\x11ScenegraphService\x12j\n\x0bSubmitTrain\x12,.paperworks.scenegraph.v1.SubmitTrainRequest\x1a-.paperworks.scenegraph.v1.SubmitTrainResponse\x12s\n\x0eSubmitEvaluate\x12/.paperworks.scenegraph.v1.SubmitEvaluateRequest\x1a\x30.paperworks.scenegraph.v1.SubmitEvaluateResponse\x12p\n\rSubmitPredict\x12..paperworks.scenegraph.v1.SubmitPredictRequest\x1a/.paperworks.scenegraph.v1.SubmitPredictResponse\x12^\n\x07Predict\x12(.paperworks.scenegraph.v1.PredictRequest\x1a).paperworks.scenegraph.v1.PredictResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n)paperworks/scenegraph/v1/scenegraph.proto\x12\x18paperworks.scenegraph.v1\x1a\x1apaperworks/v1/common.proto\x1a\x18paperworks/v1/jobs.proto\"Z\n\x0fSyntheticScenes\x12\x0c\n\x04seed\x18\x01 \x01(\x04\x12\x13\n\x06images\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x19\n\x11overlap_pair_rate\x18\x03 \x01(\x02\x42\t\n\x07_images\"\x95\x01\n\rDatasetSource\x12\x0e\n\x04path\x18\x01 \x01(\tH\x00\x12>\n\tsynthetic\x18\x02 \x01(\x0b\x32).paperworks.scenegraph.v1.SyntheticScenesH\x00\x12)\n\x06source\x18\x03 \x01(\x0b\x32\x17.paperworks.v1.InputRefH\x00\x42\t\n\x07\x64\x61taset\"n\n\x0c\x44SNetOptions\x12\x14\n\x07streams\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x13\n\x06\x66usion\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x12\n\x05gated\x18\x03 \x01(\x08H\x02\x88\x01\x01\x42\n\n\x08_streamsB\t\n\x07_fusionB\x08\n\x06_gated\"\xaf\x03\n\x12SubmitTrainRequest\x12\x38\n\x07\x64\x61taset\x18\x01 \x01(\x0b\x32\'.paperworks.scenegraph.v1.DatasetSource\x12\x11\n\x04\x62\x61se\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04head\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x35\n\x05\x64snet\x18\x04 \x01(\x0b\x32&.paperworks.scenegraph.v1.DSNetOptions\x12\x17\n\nimage_size\x18\x05 \x01(\x05H\x02\x88\x01\x01\x12\x1c\n\x0f\x64\x65tector_epochs\x18\x06 \x01(\x05H\x03\x88\x01\x01\x12\x1c\n\x0frelation_epochs\x18\x07 \x01(\x05H\x04\x88\x01\x01\x12\x18\n\x0bmax_objects\x18\x08 \x01(\x05H\x05\x88\x01\x01\x12\x0c\n\x04seed\x18\t \x01(\x04\x12\x13\n\x0b\x64\x65pth_order\x18\n \x01(\x08\x12\x17\n\x0fidempotency_key\x18\x0f \x01(\tB\x07\n\x05_baseB\x07\n\x05_headB\r\n\x0b_image_sizeB\x12\n\x10_detector_epochsB\x12\n\x10_relation_epochsB\x0e\n\x0c_max_objects\"6\n\x13SubmitTrainResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\x8f\x01\n\x15SubmitEvaluateRequest\x12\x14\n\x0ctrain_job_id\x18\x01 \x01(\t\x12\x38\n\x07\x64\x61taset\x18\x02 \x01(\x0b\x32\'.paperworks.scenegraph.v1.DatasetSource\x12\r\n\x05modes\x18\x03 \x03(\t\x12\x17\n\x0fidempotency_key\x18\x0f \x01(\t\"9\n\x16SubmitEvaluateResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\xc9\x01\n\x14SubmitPredictRequest\x12\x14\n\x0ctrain_job_id\x18\x01 \x01(\t\x12\x38\n\x07\x64\x61taset\x18\x02 \x01(\x0b\x32\'.paperworks.scenegraph.v1.DatasetSource\x12\x12\n\x05top_k\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x19\n\x0cmax_drawings\x18\x04 \x01(\x05H\x01\x88\x01\x01\x12\x17\n\x0fidempotency_key\x18\x0f \x01(\tB\x08\n\x06_top_kB\x0f\n\r_max_drawings\"8\n\x15SubmitPredictResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"D\n\x03\x42ox\x12\n\n\x02x1\x18\x01 \x01(\x01\x12\n\n\x02y1\x18\x02 \x01(\x01\x12\n\n\x02x2\x18\x03 \x01(\x01\x12\n\n\x02y2\x18\x04 \x01(\x01\x12\r\n\x05label\x18\x05 \x01(\t\"\xaa\x01\n\x0ePredictRequest\x12\x14\n\x0ctrain_job_id\x18\x01 \x01(\t\x12\r\n\x05image\x18\x02 \x01(\x0c\x12\'\n\x06source\x18\x05 \x01(\x0b\x32\x17.paperworks.v1.InputRef\x12,\n\x05\x62oxes\x18\x03 \x03(\x0b\x32\x1d.paperworks.scenegraph.v1.Box\x12\x12\n\x05top_k\x18\x04 \x01(\x05H\x00\x88\x01\x01\x42\x08\n\x06_top_k\"Z\n\x0e\x44\x65tectedObject\x12\r\n\x05index\x18\x01 \x01(\x05\x12*\n\x03\x62ox\x18\x02 \x01(\x0b\x32\x1d.paperworks.scenegraph.v1.Box\x12\r\n\x05score\x18\x03 \x01(\x01\"_\n\x07Triplet\x12\x0f\n\x07subject\x18\x01 \x01(\x05\x12\x11\n\tpredicate\x18\x02 \x01(\t\x12\x0e\n\x06object\x18\x03 \x01(\x05\x12\r\n\x05score\x18\x04 \x01(\x01\x12\x11\n\tgeometric\x18\x05 \x01(\x08\"\x8f\x01\n\x0fPredictResponse\x12\x0c\n\x04mode\x18\x01 \x01(\t\x12\x39\n\x07objects\x18\x02 \x03(\x0b\x32(.paperworks.scenegraph.v1.DetectedObject\x12\x33\n\x08triplets\x18\x03 \x03(\x0b\x32!.paperworks.scenegraph.v1.Triplet2\xc6\x03\n\x11ScenegraphService\x12j\n\x0bSubmitTrain\x12,.paperworks.scenegraph.v1.SubmitTrainRequest\x1a-.paperworks.scenegraph.v1.SubmitTrainResponse\x12s\n\x0eSubmitEvaluate\x12/.paperworks.scenegraph.v1.SubmitEvaluateRequest\x1a\x30.paperworks.scenegraph.v1.SubmitEvaluateResponse\x12p\n\rSubmitPredict\x12..paperworks.scenegraph.v1.SubmitPredictRequest\x1a/.paperworks.scenegraph.v1.SubmitPredictResponse\x12^\n\x07Predict\x12(.paperworks.scenegraph.v1.PredictRequest\x1a).paperworks.scenegraph.v1.PredictResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'paperworks.scenegraph.v1.scenegraph_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SYNTHETICSCENES']._serialized_start=97
-  _globals['_SYNTHETICSCENES']._serialized_end=187
-  _globals['_DATASETSOURCE']._serialized_start=189
-  _globals['_DATASETSOURCE']._serialized_end=294
-  _globals['_DSNETOPTIONS']._serialized_start=296
-  _globals['_DSNETOPTIONS']._serialized_end=406
-  _globals['_SUBMITTRAINREQUEST']._serialized_start=409
-  _globals['_SUBMITTRAINREQUEST']._serialized_end=840
-  _globals['_SUBMITTRAINRESPONSE']._serialized_start=842
-  _globals['_SUBMITTRAINRESPONSE']._serialized_end=896
-  _globals['_SUBMITEVALUATEREQUEST']._serialized_start=899
-  _globals['_SUBMITEVALUATEREQUEST']._serialized_end=1042
-  _globals['_SUBMITEVALUATERESPONSE']._serialized_start=1044
-  _globals['_SUBMITEVALUATERESPONSE']._serialized_end=1101
-  _globals['_SUBMITPREDICTREQUEST']._serialized_start=1104
-  _globals['_SUBMITPREDICTREQUEST']._serialized_end=1305
-  _globals['_SUBMITPREDICTRESPONSE']._serialized_start=1307
-  _globals['_SUBMITPREDICTRESPONSE']._serialized_end=1363
-  _globals['_BOX']._serialized_start=1365
-  _globals['_BOX']._serialized_end=1433
-  _globals['_PREDICTREQUEST']._serialized_start=1436
-  _globals['_PREDICTREQUEST']._serialized_end=1565
-  _globals['_DETECTEDOBJECT']._serialized_start=1567
-  _globals['_DETECTEDOBJECT']._serialized_end=1657
-  _globals['_TRIPLET']._serialized_start=1659
-  _globals['_TRIPLET']._serialized_end=1754
-  _globals['_PREDICTRESPONSE']._serialized_start=1757
-  _globals['_PREDICTRESPONSE']._serialized_end=1900
-  _globals['_SCENEGRAPHSERVICE']._serialized_start=1903
-  _globals['_SCENEGRAPHSERVICE']._serialized_end=2357
+  _globals['_SYNTHETICSCENES']._serialized_start=125
+  _globals['_SYNTHETICSCENES']._serialized_end=215
+  _globals['_DATASETSOURCE']._serialized_start=218
+  _globals['_DATASETSOURCE']._serialized_end=367
+  _globals['_DSNETOPTIONS']._serialized_start=369
+  _globals['_DSNETOPTIONS']._serialized_end=479
+  _globals['_SUBMITTRAINREQUEST']._serialized_start=482
+  _globals['_SUBMITTRAINREQUEST']._serialized_end=913
+  _globals['_SUBMITTRAINRESPONSE']._serialized_start=915
+  _globals['_SUBMITTRAINRESPONSE']._serialized_end=969
+  _globals['_SUBMITEVALUATEREQUEST']._serialized_start=972
+  _globals['_SUBMITEVALUATEREQUEST']._serialized_end=1115
+  _globals['_SUBMITEVALUATERESPONSE']._serialized_start=1117
+  _globals['_SUBMITEVALUATERESPONSE']._serialized_end=1174
+  _globals['_SUBMITPREDICTREQUEST']._serialized_start=1177
+  _globals['_SUBMITPREDICTREQUEST']._serialized_end=1378
+  _globals['_SUBMITPREDICTRESPONSE']._serialized_start=1380
+  _globals['_SUBMITPREDICTRESPONSE']._serialized_end=1436
+  _globals['_BOX']._serialized_start=1438
+  _globals['_BOX']._serialized_end=1506
+  _globals['_PREDICTREQUEST']._serialized_start=1509
+  _globals['_PREDICTREQUEST']._serialized_end=1679
+  _globals['_DETECTEDOBJECT']._serialized_start=1681
+  _globals['_DETECTEDOBJECT']._serialized_end=1771
+  _globals['_TRIPLET']._serialized_start=1773
+  _globals['_TRIPLET']._serialized_end=1868
+  _globals['_PREDICTRESPONSE']._serialized_start=1871
+  _globals['_PREDICTRESPONSE']._serialized_end=2014
+  _globals['_SCENEGRAPHSERVICE']._serialized_start=2017
+  _globals['_SCENEGRAPHSERVICE']._serialized_end=2471
 # @@protoc_insertion_point(module_scope)

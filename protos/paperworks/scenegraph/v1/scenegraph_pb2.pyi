@@ -1,3 +1,4 @@
+from paperworks.v1 import common_pb2 as _common_pb2
 from paperworks.v1 import jobs_pb2 as _jobs_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -18,12 +19,14 @@ class SyntheticScenes(_message.Message):
     def __init__(self, seed: _Optional[int] = ..., images: _Optional[int] = ..., overlap_pair_rate: _Optional[float] = ...) -> None: ...
 
 class DatasetSource(_message.Message):
-    __slots__ = ("path", "synthetic")
+    __slots__ = ("path", "synthetic", "source")
     PATH_FIELD_NUMBER: _ClassVar[int]
     SYNTHETIC_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
     path: str
     synthetic: SyntheticScenes
-    def __init__(self, path: _Optional[str] = ..., synthetic: _Optional[_Union[SyntheticScenes, _Mapping]] = ...) -> None: ...
+    source: _common_pb2.InputRef
+    def __init__(self, path: _Optional[str] = ..., synthetic: _Optional[_Union[SyntheticScenes, _Mapping]] = ..., source: _Optional[_Union[_common_pb2.InputRef, _Mapping]] = ...) -> None: ...
 
 class DSNetOptions(_message.Message):
     __slots__ = ("streams", "fusion", "gated")
@@ -120,16 +123,18 @@ class Box(_message.Message):
     def __init__(self, x1: _Optional[float] = ..., y1: _Optional[float] = ..., x2: _Optional[float] = ..., y2: _Optional[float] = ..., label: _Optional[str] = ...) -> None: ...
 
 class PredictRequest(_message.Message):
-    __slots__ = ("train_job_id", "image", "boxes", "top_k")
+    __slots__ = ("train_job_id", "image", "source", "boxes", "top_k")
     TRAIN_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
     BOXES_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     train_job_id: str
     image: bytes
+    source: _common_pb2.InputRef
     boxes: _containers.RepeatedCompositeFieldContainer[Box]
     top_k: int
-    def __init__(self, train_job_id: _Optional[str] = ..., image: _Optional[bytes] = ..., boxes: _Optional[_Iterable[_Union[Box, _Mapping]]] = ..., top_k: _Optional[int] = ...) -> None: ...
+    def __init__(self, train_job_id: _Optional[str] = ..., image: _Optional[bytes] = ..., source: _Optional[_Union[_common_pb2.InputRef, _Mapping]] = ..., boxes: _Optional[_Iterable[_Union[Box, _Mapping]]] = ..., top_k: _Optional[int] = ...) -> None: ...
 
 class DetectedObject(_message.Message):
     __slots__ = ("index", "box", "score")
