@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from paperworks.kernels import cpu, ops, reference
 
@@ -99,6 +99,7 @@ def test_linear_edge_values(cpu_ops, make):
        eps=st.sampled_from([0.5, 0.05, 0.01]), dtype=st.sampled_from([torch.float32,
                                                                         torch.float64]),
        seed=st.integers(0, 1000))
+@example(batch=1, n=1, m=171, eps=0.5, dtype=torch.float32, seed=0)  # failed CI with a fixed atol
 def test_sinkhorn_follows_the_reference_iteration(cpu_ops, batch, n, m, eps, dtype, seed):
     rng = np.random.default_rng(seed)
     cost = torch.tensor(rng.random((batch, n, m)), dtype=dtype)
@@ -110,9 +111,13 @@ def test_sinkhorn_follows_the_reference_iteration(cpu_ops, batch, n, m, eps, dty
     got = cpu.sinkhorn(cost, a, b, eps, 40, 0.0, 10)
     ref = reference.sinkhorn(cost, a, b, eps, 40, 0.0, 10)
     assert got.n_iter == ref.n_iter == 40
-    tol = {"rtol": 1e-4, "atol": 1e-6} if dtype == torch.float32 else {}
     for field in ("plan", "cost", "f", "g", "error"):
-        torch.testing.assert_close(getattr(got, field), getattr(ref, field), **tol)
+        expected = getattr(ref, field)
+        # float32 rounding grows with the largest value a field is computed from (a potential near
+        # zero beside potentials of order 1 carries their absolute rounding, not its own relative)
+        scale = float(expected.abs().max()) if expected.numel() else 1.0
+        tol = {"rtol": 1e-4, "atol": max(1e-6, 2e-5 * scale)} if dtype == torch.float32 else {}
+        torch.testing.assert_close(getattr(got, field), expected, **tol)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
