@@ -17,11 +17,12 @@ benchmark's mean ± s.d. over its seeds.
 `BENCH_SCENEGRAPH_IMAGES` (training), `BENCH_SCENEGRAPH_TEST_IMAGES`, `BENCH_SCENEGRAPH_EPOCHS`,
 `BENCH_SCENEGRAPH_SEEDS` resize it (a smoke run, or a larger one). `BENCH_SCENEGRAPH_PARTS`
 (`standard,occlusion` by default) runs a part alone; the other part's results in the file are kept
-(read when the run ends, so the two parts can run side by side: about 25 minutes on the 2-core
-machine).
+(read when the run ends, so the two parts can run side by side: about 30 minutes on a quiet 2-core
+machine), and the occlusion world's seeds measured earlier (same variants) join the ones run now.
 """
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
@@ -114,8 +115,9 @@ def occlusion_table(world: dict) -> str:
 
 
 def occlusion_world(t0: float) -> dict:
-    per_seed = {}
+    per_seed, seconds = {}, {}
     for seed in SEEDS:
+        start = time.perf_counter()
         world = experiments.OCCLUSION_WORLD | {"test_images": TEST_IMAGES}
         setup = experiments.Setup(seed=seed, train_images=IMAGES, detector_epochs=EPOCHS,
                                   relation_epochs=EPOCHS, **world)
@@ -123,11 +125,23 @@ def occlusion_world(t0: float) -> dict:
         measured = {name: run.measure_over_seeds(name, experiments.TRAINING_SEEDS)
                     for name in OCCLUSION_VARIANTS}
         per_seed[str(seed)] = {name: {k: m[k] for k in OCCLUSION_KEYS} for name, m in measured.items()}
+        seconds[str(seed)] = time.perf_counter() - start
         print(f"occlusion world, seed {seed}: {time.perf_counter() - t0:.0f} s", flush=True)
-    mean = {name: {k: float(np.mean([per_seed[str(s)][name][k] for s in SEEDS])) for k in OCCLUSION_KEYS}
+    return {"training_seeds": experiments.TRAINING_SEEDS, "per_seed": per_seed, "seconds_per_seed": seconds}
+
+
+def with_other_seeds(new: dict, old: dict | None) -> dict:
+    """The occlusion world's seeds measured now, joined with the seeds the results file holds from a run
+    of the same variants: its seeds can run apart, side by side (`BENCH_SCENEGRAPH_SEEDS=2`)."""
+    per_seed, seconds = new["per_seed"], new["seconds_per_seed"]
+    if (old and old.get("training_seeds") == new["training_seeds"]
+            and all(set(v) == set(OCCLUSION_VARIANTS) for v in old["per_seed"].values())):
+        per_seed, seconds = old["per_seed"] | per_seed, old.get("seconds_per_seed", {}) | seconds
+    seeds = sorted(int(s) for s in per_seed)
+    mean = {name: {k: float(np.mean([per_seed[str(s)][name][k] for s in seeds])) for k in OCCLUSION_KEYS}
             for name in OCCLUSION_VARIANTS}
-    return {"seeds": SEEDS, "training_seeds": experiments.TRAINING_SEEDS, "per_seed": per_seed,
-            "mean_over_seeds": mean}
+    return {"seeds": seeds, "training_seeds": new["training_seeds"], "per_seed": per_seed,
+            "mean_over_seeds": mean, "seconds_per_seed": seconds}
 
 
 def standard_world(t0: float) -> dict:
@@ -262,18 +276,26 @@ def main() -> None:
         measured |= standard_world(start)
         seconds["standard"] = time.perf_counter() - start
     if "occlusion" in PARTS:
-        start = time.perf_counter()
-        measured["occlusion_world"] = occlusion_world(start)
-        seconds["occlusion"] = time.perf_counter() - start
-    # read only now, so a part run alone in parallel with the other keeps the other's results
-    path = RESULTS / "scenegraph.json"
-    results = json.loads(path.read_text()) if path.exists() else {}
-    results |= measured
-    results["setup"] = {"train_images": IMAGES, "test_images": TEST_IMAGES, "epochs": EPOCHS,
-                        "image_size": 64, "machine": platform.processor() or platform.machine(), "threads": 1}
-    results["seconds_per_part"] = results.get("seconds_per_part", {}) | seconds
+        measured["occlusion_world"] = occlusion_world(time.perf_counter())
+    # read only now (and under a lock), so a part or seed run alone beside another keeps the other's results
     RESULTS.mkdir(exist_ok=True)
-    path.write_text(json.dumps(results, indent=1))
+    with open(RESULTS / "scenegraph.json", "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        text = f.read()
+        results = json.loads(text) if text else {}
+        if "occlusion_world" in measured:
+            measured["occlusion_world"] = with_other_seeds(measured["occlusion_world"],
+                                                           results.get("occlusion_world"))
+            seconds["occlusion"] = sum(measured["occlusion_world"]["seconds_per_seed"].values())
+        results |= measured
+        results["setup"] = {"train_images": IMAGES, "test_images": TEST_IMAGES, "epochs": EPOCHS,
+                            "image_size": 64, "machine": platform.processor() or platform.machine(),
+                            "threads": 1}
+        results["seconds_per_part"] = results.get("seconds_per_part", {}) | seconds
+        f.seek(0)
+        f.truncate()
+        f.write(json.dumps(results, indent=1))
     print(table(results))
 
 

@@ -17,9 +17,14 @@ from paperworks.services.scenegraph.data.scenes import (
 )
 from paperworks.services.scenegraph.data.scenes_json import load_json, write_json
 from paperworks.services.scenegraph.data.visual_genome import convert_visual_genome
+from paperworks.services.scenegraph.dsnet import DSNetConfig
+from paperworks.services.scenegraph.generator import SceneGraphGenerator, TrainConfig
+from paperworks.services.scenegraph.relation_model import RelationConfig
 from paperworks.services.scenegraph.servicer import predict_one
 from paperworks.shared.errors import InvalidArgument
 from PIL import Image
+from safetensors.torch import load as load_tensors
+from safetensors.torch import save as save_tensors
 
 
 def test_box_rules():
@@ -126,6 +131,25 @@ def test_checkpoint_round_trip_predicts_the_same(tiny_generator, scenes):
         assert np.allclose([t.score for g in a for t in g.triplets], [t.score for g in b for t in g.triplets])
     metrics = loaded.evaluate(scenes[:6], ("predcls",))["predcls"]
     assert 0 <= metrics["mR@100"] <= 1 and metrics["R@100"] >= metrics["R@20"]
+
+
+def test_a_dsnet_checkpoint_from_before_the_prior_switch_loads_with_its_prior(scenes, vocab):
+    """Before `RelationConfig.frequency_prior` the DS-Net head always had the frequency prior: a saved
+    PE-Net + DS-Net config without the field rebuilds the head with it, so its weights fit and it
+    predicts as it did."""
+    cfg = TrainConfig(relation=RelationConfig(base="penet", frequency_prior=True,
+                                              dsnet=DSNetConfig(dim=16, heads=2)),
+                      detector_epochs=1, classifier_epochs=1, relation_epochs=1, max_objects=6)
+    gen = SceneGraphGenerator.train(scenes[:8], vocab, cfg)
+    data = checkpoint.save(gen)
+    header = json.loads(checkpoint._metadata(data)["config"])
+    del header["relation"]["frequency_prior"]
+    old = save_tensors(load_tensors(data), metadata={"vocab": checkpoint._metadata(data)["vocab"],
+                                                    "config": json.dumps(header)})
+    loaded = checkpoint.load(old)
+    assert loaded.cfg.relation.uses_frequency_prior
+    a, b = gen.predict(scenes[:2], "predcls", top_k=5), loaded.predict(scenes[:2], "predcls", top_k=5)
+    assert np.allclose([t.score for g in a for t in g.triplets], [t.score for g in b for t in g.triplets])
 
 
 def _png(image: np.ndarray) -> bytes:
