@@ -266,6 +266,16 @@ def _s3_object(uri: str, cache: Path, field: str, settings) -> tuple[Path, str, 
     return local, file_sha256(local), Path(key).name
 
 
+def archive_root(folder: Path, is_root) -> Path:
+    """`folder`, or its one subfolder where `folder` is not itself the root `is_root(path)` looks for
+    and the archive was made with the folder on top (`tar czf d.tar.gz d/`; `paperworks upload`
+    packs a folder's contents)."""
+    if not folder.is_dir() or is_root(folder):
+        return folder
+    entries = [p for p in folder.iterdir() if not p.name.startswith(".")]
+    return entries[0] if len(entries) == 1 and entries[0].is_dir() else folder
+
+
 def _materialize(blob: Path, sha: str, name: str, cache: Path, unpack: bool, field: str) -> Path:
     """The blob under its own name (loaders read suffixes such as .nii.gz or .csv), or unpacked."""
     home = cache / sha

@@ -25,7 +25,7 @@ from paperworks.shared.backends.torch_lm import TorchCausalLM
 from paperworks.shared.db.jobs import JobStore
 from paperworks.shared.devices import device as server_device  # sync RPCs and announced models
 from paperworks.shared.errors import InvalidArgument
-from paperworks.shared.inputs import InputRefParams, InputScope, is_archive, resolve_input
+from paperworks.shared.inputs import InputRefParams, InputScope, archive_root, is_archive, resolve_input
 from paperworks.shared.job_refs import artifact_sha, finished_job
 
 from . import checkpoint
@@ -44,15 +44,6 @@ def source_field(ref: InputRefParams, field: str) -> str:
     return f"{field}.source.{key}"
 
 
-def _model_folder(folder: Path) -> Path:
-    """An unpacked archive's model folder: the archive's root, or its one top-level folder
-    (`tar czf gpt2.tar.gz gpt2/` packs the folder itself, `paperworks upload` its contents)."""
-    entries = [p for p in folder.iterdir() if not p.name.startswith(".")] if folder.is_dir() else []
-    if len(entries) == 1 and entries[0].is_dir() and not (folder / "config.json").exists():
-        return entries[0]
-    return folder
-
-
 def _refusal(spec: LocalModelSpec, folder: str, field: str, exc: InvalidModel) -> InvalidArgument:
     """The backend's refusal on the source's field, naming the input the user gave, never the
     folder an upload was unpacked to on the server."""
@@ -67,7 +58,9 @@ def open_model(spec: LocalModelSpec, scope: InputScope | None, field: str = "mod
     `scope` (a JobContext or InputScope) is whose uploads and artifacts the source may name;
     a server path needs none."""
     ref = spec.local_ref(scope, "quantizer", field)
-    folder = ref.path if spec.source.path else str(_model_folder(Path(ref.path)))
+    folder = ref.path
+    if not spec.source.path:  # an upload, artifact or object: perhaps packed with its folder on top
+        folder = str(archive_root(Path(folder), lambda f: (f / "config.json").exists()))
     try:
         backend = load_backend(dataclasses.replace(ref, path=folder, device=device))
     except InvalidModel as exc:

@@ -38,7 +38,7 @@ import nibabel as nib
 import numpy as np
 from paperworks.services.segmenter.spec import DatasetParams
 from paperworks.shared.errors import FailedPrecondition, InvalidArgument
-from paperworks.shared.inputs import InputRefParams, InputScope, resolve_input
+from paperworks.shared.inputs import InputRefParams, InputScope, archive_root, resolve_input
 from paperworks.shared.job_refs import finished_job
 from scipy import ndimage
 
@@ -346,10 +346,7 @@ def dataset_root(folder: Path, field: str) -> Path:
     if not folder.is_dir():
         raise InvalidArgument(field, "an nnU-Net dataset folder is required, not a file: upload the "
                               "folder (sent as .tar.gz) or a .tar/.tar.gz/.zip of it")
-    inner = [p for p in folder.iterdir() if not p.name.startswith(".")]
-    if not (folder / "dataset.json").exists() and len(inner) == 1 and inner[0].is_dir():
-        return inner[0]
-    return folder
+    return archive_root(folder, lambda f: (f / "dataset.json").exists())
 
 
 def _case_name(path: Path) -> str:

@@ -23,7 +23,7 @@ from paperworks.services.scenegraph.sgg.sample import Sample
 from paperworks.services.scenegraph.sgg.vocab import Vocabulary
 from paperworks.services.scenegraph.spec import DatasetParams
 from paperworks.shared.errors import InvalidArgument
-from paperworks.shared.inputs import InputScope, data_root, resolve_input
+from paperworks.shared.inputs import InputScope, archive_root, data_root, resolve_input
 
 SERVICE = "scenegraph"
 
@@ -51,11 +51,9 @@ def scenes_file(found: Path, field: str) -> Path:
     its one subfolder where the archive was made with the folder on top: `tar czf d.tar.gz d/`)."""
     if not found.is_dir():
         return found
-    if (found / SCENES_FILE).is_file():
-        return found / SCENES_FILE
-    entries = [p for p in found.iterdir() if not p.name.startswith(".")]
-    if len(entries) == 1 and (entries[0] / SCENES_FILE).is_file():
-        return entries[0] / SCENES_FILE
+    root = archive_root(found, lambda f: (f / SCENES_FILE).is_file())
+    if (root / SCENES_FILE).is_file():
+        return root / SCENES_FILE
     raise InvalidArgument(field, f"the dataset folder holds no {SCENES_FILE} (at its top or in its one "
                                  "subfolder)")
 

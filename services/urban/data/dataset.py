@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 from paperworks.services.urban.urbanfusion.model import COORDINATES
 from paperworks.shared.errors import InvalidArgument
+from paperworks.shared.inputs import archive_root
 
 RESERVED = {"locations", "targets", COORDINATES}
 
@@ -202,10 +203,7 @@ def _dataset_root(folder: Path) -> Path:
     if not folder.is_dir():
         raise InvalidArgument("dataset.source", "is not a folder: give the dataset folder (uploaded, "
                                                 "it travels as a .tar.gz archive)")
-    entries = [p for p in folder.iterdir() if not p.name.startswith(".")]
-    if _one_of(folder, "locations", required=False) is None and len(entries) == 1 and entries[0].is_dir():
-        return entries[0]
-    return folder
+    return archive_root(folder, lambda f: _one_of(f, "locations", required=False) is not None)
 
 
 def load_folder(folder: Path) -> Dataset:
