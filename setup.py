@@ -18,6 +18,7 @@ for name, folder in ROOTS.items():
     packages.append(name)
     packages += [f"{name}.{sub}" for sub in find_packages(folder)]
 
-DATA_FILES = ["*.proto", "*.pyi", "*.ini", "*.mako", "*.cpp", "*.cu", "*.h", "*.json"]
+DATA_FILES = ["*.proto", "*.pyi", "*.ini", "*.mako", "*.cpp", "*.cu", "*.h", "*.json",
+              "templates/*.html", "static/*.css", "static/*.js", "static/*.svg"]
 
 setup(packages=packages, package_data={"": DATA_FILES})

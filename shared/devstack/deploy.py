@@ -173,7 +173,55 @@ def compose() -> dict:
             **worker,
         }
         svc[f"{name}-worker-cpu"] = {"image": IMAGE_CPU, "profiles": ["cpu"], **worker}
+    svc["console"] = console_container()
     return out
+
+
+CONSOLE_PORT = 8080
+
+
+def console_container() -> dict:
+    """The web console: a gRPC client of every server (each person logs in with their token)."""
+    return {
+        "image": IMAGE_CPU,
+        "command": ["paperworks", "console", "--host", "0.0.0.0", "--port", str(CONSOLE_PORT)],
+        "ports": [f"{CONSOLE_PORT}:{CONSOLE_PORT}"],
+        "environment": {
+            "PAPERWORKS_ENDPOINTS": ",".join(f"{n}={n}-server:{GRPC_PORT}" for n in host_ports()),
+            "PAPERWORKS_CONSOLE_SECRET": "${PAPERWORKS_CONSOLE_SECRET:-}",
+        },
+        "healthcheck": {"test": ["CMD", "python", "-c", "import urllib.request; urllib.request."
+                                 f"urlopen('http://127.0.0.1:{CONSOLE_PORT}/healthz', timeout=4)"],
+                        "interval": "10s", "timeout": "5s", "retries": 5, "start_period": "10s"},
+        "restart": "unless-stopped",
+    }
+
+
+def k8s_console() -> list[dict]:
+    """The console's Deployment and Service (put an Ingress with TLS in front of it)."""
+    labels = {"app.kubernetes.io/name": "paperworks", "paperworks/role": "console"}
+    probe = {"httpGet": {"path": "/healthz", "port": CONSOLE_PORT}, "periodSeconds": 10}
+    env = [{"name": "PAPERWORKS_ENDPOINTS",
+            "value": ",".join(f"{n}={n}:{GRPC_PORT}" for n in host_ports())},
+           {"name": "PAPERWORKS_CONSOLE_SECRET", "valueFrom": {"secretKeyRef": {
+               "name": "paperworks-secrets", "key": "PAPERWORKS_CONSOLE_SECRET"}}}]
+    return [
+        {"apiVersion": "apps/v1", "kind": "Deployment",
+         "metadata": {"name": "console", "labels": labels},
+         "spec": {"replicas": 2, "selector": {"matchLabels": labels}, "template": {
+             "metadata": {"labels": labels},
+             "spec": {"securityContext": {"runAsNonRoot": True, "runAsUser": 10001},
+                      "containers": [{
+                          "name": "console", "image": IMAGE_CPU,
+                          "command": ["paperworks", "console", "--host", "0.0.0.0",
+                                      "--port", str(CONSOLE_PORT)],
+                          "env": env, "ports": [{"name": "http", "containerPort": CONSOLE_PORT}],
+                          "readinessProbe": probe, "livenessProbe": {**probe, "initialDelaySeconds": 10},
+                          "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}}}]}}}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "console", "labels": labels},
+         "spec": {"selector": labels,
+                  "ports": [{"name": "http", "port": CONSOLE_PORT, "targetPort": "http"}]}},
+    ]
 
 
 def k8s(name: str) -> list[dict]:
@@ -253,7 +301,8 @@ def k8s_config() -> list[dict]:
          "type": "Opaque",
          "stringData": {"PAPERWORKS_AUTH_TOKENS": "tenant:sha256:<hex of the tenant's token>",
                         "AWS_ACCESS_KEY_ID": "<access key of the artifact bucket>",
-                        "AWS_SECRET_ACCESS_KEY": "<secret key of the artifact bucket>"}},
+                        "AWS_SECRET_ACCESS_KEY": "<secret key of the artifact bucket>",
+                        "PAPERWORKS_CONSOLE_SECRET": "<random text signing the web console's sessions>"}},
         {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "paperworks-migrate"},
          "spec": {"backoffLimit": 10, "template": {"spec": {
              "restartPolicy": "OnFailure",
@@ -275,7 +324,8 @@ def dump(docs: list[dict] | dict) -> str:
 
 def files() -> dict[Path, str]:
     out = {ROOT / "docker-compose.yml": dump(compose()),
-           ROOT / "infra/k8s/config.yaml": dump(k8s_config())}
+           ROOT / "infra/k8s/config.yaml": dump(k8s_config()),
+           ROOT / "infra/k8s/console.yaml": dump(k8s_console())}
     for name in services():
         out[ROOT / f"infra/k8s/{name}.yaml"] = dump(k8s(name))
     return out

@@ -27,6 +27,19 @@ from paperworks.shared.devstack.processes import device_file, ready_file
 COMPOSE_FIRST_PORT = 50051  # the lowest ServiceSpec.port
 
 START_TIMEOUT_S = 90.0
+CONSOLE_OFFSET = 300  # with --base-port, the web console listens on base + 300
+
+
+def console_available() -> bool:
+    """The web console runs in the stack when its framework is installed (the server extra)."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("fastapi", "uvicorn", "jinja2"))
+
+
+def console_url(state: StackState) -> str | None:
+    comp = state.components.get("console")
+    return f"http://127.0.0.1:{comp.port}/" if comp else None
 
 
 class StackError(RuntimeError):
@@ -168,6 +181,10 @@ class EmbeddedStack:
             state.services[name] = {"host": "127.0.0.1", "port": port,
                                     "metrics_port": free_port() if self.base_port is None
                                     else self._port(200 + offset)}
+        if console_available():
+            port = self._port(CONSOLE_OFFSET)
+            state.components["console"] = Component(
+                "console", run + ["console", "--host", "127.0.0.1", "--port", str(port)], port)
         return state
 
     def _component_env(self, comp: Component) -> dict[str, str]:
@@ -177,6 +194,8 @@ class EmbeddedStack:
             env["PAPERWORKS_GRPC_PORT"] = str(comp.port)
             service_name = comp.name.removesuffix(".server")
             env["PAPERWORKS_METRICS_PORT"] = str(self.state.services[service_name]["metrics_port"])
+        if comp.name == "console":  # the console reaches the services over gRPC, as any client
+            env["PAPERWORKS_ENDPOINTS"] = ",".join(f"{n}={a}" for n, a in self.endpoints.items())
         return env
 
     # --- lifecycle ---------------------------------------------------------------

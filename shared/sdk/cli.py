@@ -369,6 +369,12 @@ def up(
         _fail(str(exc))
     for name, s in state.services.items():
         console.print(f"{name:12s} {s['host']}:{s['port']}")
+    from paperworks.shared.devstack.stack import console_url
+
+    if console_url(state):
+        console.print(f"{'console':12s} {console_url(state)}  (log in with your API token)")
+        if state.env.get("PAPERWORKS_AUTH_TOKENS") == f"local:{state.token}":  # the stack's own
+            console.print(f"{'token':12s} {state.token}")
     console.print(f"state: {get_settings().state_dir}  (paperworks status · paperworks down)")
 
 
@@ -480,6 +486,27 @@ def work(service: str):
     from paperworks.shared.devstack import processes
 
     processes.work(get_settings(), service)
+
+
+@app.command("console")
+def web_console(
+    host: str = typer.Option("127.0.0.1", help="Interface to listen on (0.0.0.0 in a container)."),
+    port: int = typer.Option(8080, help="HTTP port."),
+    secret: str = typer.Option("", envvar="PAPERWORKS_CONSOLE_SECRET", show_default=False,
+                               help="Signs the session cookies (replicas share it); default: random."),
+):
+    """Serve the web console: services, jobs, live progress, results and pictures in a browser.
+    It calls the services' gRPC API with the token each person pastes at log-in."""
+    try:
+        from paperworks.shared.console.app import serve
+    except ImportError as exc:
+        _fail(f"the console needs the server extra (pip install 'paperworks[server]'): {exc}")
+    from paperworks.shared.sdk.config import ClientConfig, resolve_endpoints
+
+    if not resolve_endpoints(ClientConfig.from_env())[0]:
+        _fail("no services to show: start the stack (`paperworks up`) or set PAPERWORKS_ENDPOINTS")
+    console.print(f"console on http://{host}:{port}/")
+    serve(host, port, secret or None)
 
 
 @app.command()
