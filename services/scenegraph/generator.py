@@ -129,7 +129,8 @@ class SceneGraphGenerator:
         report = progress or (lambda *_: None)
         gen.detector = (detector or train_detector(
             samples, vocab.num_classes, cfg.detector_epochs, cfg.seed,
-            on_epoch=lambda e, loss: report("detector", e, cfg.detector_epochs, loss))).to(gen.device)
+            on_epoch=lambda e, loss: report("detector", e, cfg.detector_epochs, loss),
+            device=gen.device)).to(gen.device)
         gen.detector.eval()
         if classifier is None:
             with torch.no_grad():
@@ -150,10 +151,10 @@ class SceneGraphGenerator:
 
     def images(self, samples: list[Sample]) -> torch.Tensor:
         """The samples' pixels as the detector's input batch, on the generator's device."""
-        return image_tensor([s.image for s in samples]).to(self.device)
+        return image_tensor([s.image for s in samples], self.device)
 
     def features(self, samples: list[Sample], mode: str) -> Features:
-        """The frozen detector's output for `mode`, on the generator's device."""
+        """The frozen detector's output for `mode`, computed and kept on the generator's device."""
         feats = extract(self.detector, self.classifier, samples, mode, self.cfg.max_objects,
                         attributes=self.depth)
         return features_on(feats, self.device)

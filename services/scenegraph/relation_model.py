@@ -109,7 +109,7 @@ class RelationModel(nn.Module):
         n = feats.labels.shape[1]
         scores = feats.boxes.new_zeros(len(feats), n, n, self.num_predicates)
         for i in range(0, len(feats), batch_size):
-            rows = torch.arange(i, min(i + batch_size, len(feats)))
+            rows = torch.arange(i, min(i + batch_size, len(feats)), device=scores.device)
             chunk = feats.take(rows)
             pairs = Pairs.of(chunk)
             scores[rows[pairs.image], pairs.subj, pairs.obj] = self(chunk)["logits"].softmax(-1)
@@ -119,6 +119,7 @@ class RelationModel(nn.Module):
 def train_relation_model(model: RelationModel, feats: Features, epochs: int, seed: int,
                          batch_size: int = 16, lr: float = 2e-3,
                          on_epoch: Callable[[int, float], None] | None = None) -> RelationModel:
+    """Trains `model` on `feats` where both are (one device); the shuffling draws from a CPU generator."""
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4, foreach=True)
@@ -126,7 +127,7 @@ def train_relation_model(model: RelationModel, feats: Features, epochs: int, see
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.15)
     for epoch in range(1, epochs + 1):
         model.train()
-        order = torch.randperm(len(feats), generator=gen)
+        order = torch.randperm(len(feats), generator=gen, device=gen.device).to(feats.boxes.device)
         total = 0.0
         for start in range(0, len(feats), batch_size):
             batch = feats.take(order[start:start + batch_size])

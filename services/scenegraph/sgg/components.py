@@ -87,7 +87,7 @@ class Pairs:
 def rect_masks(s: torch.Tensor, o: torch.Tensor, pool: int = UNION_POOL) -> torch.Tensor:
     """[P, 4] subject and object boxes -> [P, 2, pool, pool]: each box inside the pair's union box."""
     u = union_boxes(s, o)
-    steps = (torch.arange(pool, dtype=s.dtype) + 0.5) / pool
+    steps = (torch.arange(pool, dtype=s.dtype, device=s.device) + 0.5) / pool
     xs = u[..., 0:1] + steps * (u[..., 2:3] - u[..., 0:1])  # [P, pool]
     ys = u[..., 1:2] + steps * (u[..., 3:4] - u[..., 1:2])
 
@@ -180,6 +180,6 @@ class PrototypeClassifier(nn.Module):
         sim = cn @ cn.detach().t()
         l21 = sim.norm(dim=1).sum() / sim.numel()
         dist = torch.cdist(c, c.detach()) ** 2
-        dist = dist + torch.eye(len(c)) * 1e6
+        dist = dist + torch.eye(len(c), dtype=c.dtype, device=c.device) * 1e6
         nearest = dist.min(dim=1).values
         return l21 + F.relu(self.margin - nearest).mean()

@@ -73,21 +73,25 @@ def ordered_pairs(sample: Sample, front: int, behind: int) -> list[tuple[int, in
 @torch.no_grad()
 def _training_rois(detector: Detector, estimator: DepthOrderEstimator, samples: list[Sample],
                    front: int, behind: int, max_detections: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pooled features and targets of the ground-truth boxes and of the detections matched to them."""
+    """Pooled features and targets of the ground-truth boxes and of the detections matched to them, on
+    the detector's device."""
+    device = next(detector.parameters()).device
     feats, targets = [], []
     for start in range(0, len(samples), 64):
         chunk = samples[start:start + 64]
-        maps = detector(image_tensor([s.image for s in chunk]))
+        maps = detector(image_tensor([s.image for s in chunk], device))
         dets = decode(maps, chunk[0].image.shape[:2], max_detections=max_detections)
         for k, sample in enumerate(chunk):
-            t = torch.zeros(len(sample.labels), ATTRIBUTES)
+            t = np.zeros((len(sample.labels), ATTRIBUTES), np.float32)
             for near, far in ordered_pairs(sample, front, behind):
                 t[near, 0], t[far, 1] = 1.0, 1.0
-            gt_boxes = torch.from_numpy(sample.boxes).float()
-            match = match_detections(dets[k].boxes, dets[k].labels, gt_boxes, torch.from_numpy(sample.labels))
+            t = torch.as_tensor(t, device=device)
+            gt_boxes = torch.as_tensor(sample.boxes, device=device).float()
+            match = match_detections(dets[k].boxes, dets[k].labels, gt_boxes,
+                                     torch.as_tensor(sample.labels, device=device))
             hit = match >= 0
             boxes = torch.cat([gt_boxes, dets[k].boxes[hit]])
-            index = torch.zeros(len(boxes), dtype=torch.long)
+            index = torch.zeros(len(boxes), dtype=torch.long, device=device)
             feats.append(estimator.pooled(maps["fine"][k:k + 1], boxes, index))
             targets.append(torch.cat([t, t[match[hit]]]))
     return torch.cat(feats), torch.cat(targets)
@@ -95,10 +99,11 @@ def _training_rois(detector: Detector, estimator: DepthOrderEstimator, samples: 
 
 def train_depth_order(detector: Detector, samples: list[Sample], vocab: Vocabulary, seed: int,
                       epochs: int = 30, max_detections: int = 8) -> DepthOrderEstimator:
-    """Fitted on the ground-truth boxes and the detections matched to them (what it sees in SGDet)."""
+    """Fitted on the ground-truth boxes and the detections matched to them (what it sees in SGDet), on
+    the detector's device (built with `seed` on the CPU, then moved)."""
     front, behind = (vocab.predicate_index(p) for p in vocab.depth_order) if vocab.depth_order else (-1, -1)
     torch.manual_seed(seed)
-    estimator = DepthOrderEstimator(detector.backbone.fine_channels)
+    estimator = DepthOrderEstimator(detector.backbone.fine_channels).to(next(detector.parameters()).device)
     x, y = _training_rois(detector, estimator, samples, front, behind, max_detections)
     fit_on_pooled(estimator.mlp, x, y, F.binary_cross_entropy_with_logits, epochs, seed, lr=2e-3,
                   weight_decay=1e-4)

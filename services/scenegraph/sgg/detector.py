@@ -27,10 +27,10 @@ from torch import nn
 FINE_STRIDE, COARSE_STRIDE = 2, 4
 
 
-def image_tensor(images: list[np.ndarray] | np.ndarray) -> torch.Tensor:
-    """uint8 [B, H, W, 3] -> float [B, 3, H, W] centred at 0."""
+def image_tensor(images: list[np.ndarray] | np.ndarray, device: torch.device | str = "cpu") -> torch.Tensor:
+    """uint8 [B, H, W, 3] -> float [B, 3, H, W] centred at 0, on `device` (moved as uint8)."""
     arr = np.stack(list(images)) if isinstance(images, list) else images
-    return torch.from_numpy(arr).permute(0, 3, 1, 2).float() / 255.0 - 0.5
+    return torch.as_tensor(arr, device=device).permute(0, 3, 1, 2).float() / 255.0 - 0.5
 
 
 def _block(cin: int, cout: int, stride: int, dilation: int = 1) -> nn.Sequential:
@@ -105,7 +105,8 @@ def gaussian_radius(h: float, w: float, min_overlap: float = 0.7) -> float:
     return min(r1, r2, r3)
 
 
-def detection_targets(samples: list[Sample], num_classes: int, out_h: int, out_w: int):
+def detection_targets(samples: list[Sample], num_classes: int, out_h: int, out_w: int,
+                      device: torch.device | str = "cpu"):
     heat = np.zeros((len(samples), num_classes, out_h, out_w), np.float32)
     size = np.zeros((len(samples), 2, out_h, out_w), np.float32)
     offset = np.zeros_like(size)
@@ -122,7 +123,7 @@ def detection_targets(samples: list[Sample], num_classes: int, out_h: int, out_w
             size[b, :, iy, ix] = (w, h)
             offset[b, :, iy, ix] = (cx - ix, cy - iy)
             mask[b, iy, ix] = 1.0
-    return (torch.from_numpy(heat), torch.from_numpy(size), torch.from_numpy(offset), torch.from_numpy(mask))
+    return tuple(torch.as_tensor(a, device=device) for a in (heat, size, offset, mask))
 
 
 def focal_loss(logits: torch.Tensor, target: torch.Tensor, alpha: float = 2, beta: float = 4) -> torch.Tensor:
@@ -156,22 +157,25 @@ def mirrored(sample: Sample) -> Sample:
 
 def train_detector(samples: list[Sample], num_classes: int, epochs: int, seed: int,
                    batch_size: int = 32, lr: float = 3e-3,
-                   on_epoch: Callable[[int, float], None] | None = None) -> Detector:
+                   on_epoch: Callable[[int, float], None] | None = None,
+                   device: torch.device | str = "cpu") -> Detector:
+    """Built with `seed` on the CPU (the same initial weights on every device), then trained on
+    `device` with its images and targets; the shuffling draws from a CPU generator."""
     torch.manual_seed(seed)
-    det = Detector(num_classes)
+    det = Detector(num_classes).to(device)
     views = []  # (images, targets) as drawn and mirrored
     for group in (samples, [mirrored(s) for s in samples]):
-        images = image_tensor([s.image for s in group])
+        images = image_tensor([s.image for s in group], device)
         h, w = images.shape[2] // COARSE_STRIDE, images.shape[3] // COARSE_STRIDE
-        views.append((images, detection_targets(group, num_classes, h, w)))
+        views.append((images, detection_targets(group, num_classes, h, w, device)))
     opt = torch.optim.AdamW(det.parameters(), lr=lr, weight_decay=1e-4)
     steps = epochs * math.ceil(len(samples) / batch_size)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.2)
     gen = torch.Generator().manual_seed(seed)
     det.train()
     for epoch in range(1, epochs + 1):
-        order = torch.randperm(len(samples), generator=gen)
-        flip = torch.rand(len(samples), generator=gen) < 0.5
+        order = torch.randperm(len(samples), generator=gen, device=gen.device).to(device)
+        flip = (torch.rand(len(samples), generator=gen, device=gen.device) < 0.5).to(device)
         total = 0.0
         for start in range(0, len(samples), batch_size):
             idx = order[start:start + batch_size]
@@ -226,23 +230,28 @@ def decode(out: dict, image_size: tuple[int, int], max_detections: int = 10,
 
 
 def _nms(boxes: torch.Tensor, scores: torch.Tensor, iou: float) -> torch.Tensor:
+    """Indices of the kept boxes (greedy by score), on the boxes' device; the few pairwise IoUs are
+    read once on the CPU."""
     order = scores.argsort(descending=True)
-    ious = box_iou(boxes, boxes)
+    ious = box_iou(boxes, boxes).cpu()
     kept: list[int] = []
     for i in order.tolist():
         if all(ious[i, j] <= iou for j in kept):
             kept.append(i)
-    return torch.tensor(kept, dtype=torch.long)
+    return torch.tensor(kept, dtype=torch.long, device=boxes.device)
 
 
 def train_box_classifier(coarse: torch.Tensor, samples: list[Sample], num_classes: int, epochs: int,
                          seed: int) -> BoxClassifier:
-    """Fits the SGCls box classifier on ground-truth boxes over the frozen stride-4 features."""
+    """Fits the SGCls box classifier on ground-truth boxes over the frozen stride-4 features, on their
+    device (built with `seed` on the CPU, then moved)."""
     torch.manual_seed(seed)
-    clf = BoxClassifier(coarse.shape[1], num_classes)
-    boxes = torch.cat([torch.from_numpy(s.boxes) for s in samples])
-    labels = torch.cat([torch.from_numpy(s.labels) for s in samples])
-    index = torch.cat([torch.full((len(s.boxes),), i, dtype=torch.long) for i, s in enumerate(samples)])
+    device = coarse.device
+    clf = BoxClassifier(coarse.shape[1], num_classes).to(device)
+    boxes = torch.as_tensor(np.concatenate([s.boxes for s in samples]), device=device)
+    labels = torch.as_tensor(np.concatenate([s.labels for s in samples]), device=device)
+    index = torch.as_tensor(np.repeat(np.arange(len(samples)), [len(s.boxes) for s in samples]),
+                            dtype=torch.long, device=device)
     with torch.no_grad():
         feats = roi_align(coarse, boxes, index, (clf.pool, clf.pool), 1 / COARSE_STRIDE).flatten(1)
     fit_on_pooled(clf.mlp, feats, labels, F.cross_entropy, epochs, seed, lr=3e-3)
@@ -252,11 +261,12 @@ def train_box_classifier(coarse: torch.Tensor, samples: list[Sample], num_classe
 
 def fit_on_pooled(mlp: nn.Module, x: torch.Tensor, y: torch.Tensor, loss: Callable, epochs: int, seed: int,
                   lr: float, weight_decay: float = 0.0, batch_size: int = 256) -> None:
-    """Minibatch Adam for a head fitted on pooled RoI features of the frozen detector."""
+    """Minibatch Adam for a head fitted on pooled RoI features of the frozen detector (`mlp`, `x` and
+    `y` on one device; the shuffling draws from a CPU generator)."""
     opt = torch.optim.Adam(mlp.parameters(), lr=lr, weight_decay=weight_decay)
     gen = torch.Generator().manual_seed(seed)
     for _ in range(epochs):
-        order = torch.randperm(len(y), generator=gen)
+        order = torch.randperm(len(y), generator=gen, device=gen.device).to(x.device)
         for start in range(0, len(y), batch_size):
             idx = order[start:start + batch_size]
             value = loss(mlp(x[idx]), y[idx])

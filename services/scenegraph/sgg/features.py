@@ -82,8 +82,9 @@ class Objects:
 
 def match_detections(det_boxes: torch.Tensor, det_labels: torch.Tensor, gt_boxes: torch.Tensor,
                      gt_labels: torch.Tensor) -> torch.Tensor:
-    """Greedy one-to-one matching at IoU >= 0.5 and equal labels: [n_det] ground-truth index or -1."""
-    match = torch.full((len(det_boxes),), -1, dtype=torch.long)
+    """Greedy one-to-one matching at IoU >= 0.5 and equal labels: [n_det] ground-truth index or -1, on
+    the detections' device."""
+    match = torch.full((len(det_boxes),), -1, dtype=torch.long, device=det_boxes.device)
     if len(det_boxes) == 0 or len(gt_boxes) == 0:
         return match
     iou = box_iou(det_boxes, gt_boxes)
@@ -98,10 +99,12 @@ def match_detections(det_boxes: torch.Tensor, det_labels: torch.Tensor, gt_boxes
         iou[:, g] = -1
 
 
-def _objects(mode: str, sample: Sample, det: Detections | None, cls_logits: torch.Tensor | None) -> Objects:
-    boxes = torch.from_numpy(sample.boxes).float()
+def _objects(mode: str, sample: Sample, det: Detections | None, cls_logits: torch.Tensor | None,
+             device: torch.device) -> Objects:
+    boxes = torch.as_tensor(sample.boxes, device=device).float()
     if mode == "predcls":
-        return Objects(boxes, torch.from_numpy(sample.labels), torch.ones(len(boxes)))
+        labels = torch.as_tensor(sample.labels, device=device)
+        return Objects(boxes, labels, torch.ones(len(boxes), device=device))
     if mode == "sgcls":
         probs = cls_logits.softmax(-1)
         return Objects(boxes, probs.argmax(-1), probs.max(-1).values)
@@ -111,62 +114,73 @@ def _objects(mode: str, sample: Sample, det: Detections | None, cls_logits: torc
 @torch.no_grad()
 def extract(detector: Detector, classifier: BoxClassifier | None, samples: list[Sample], mode: str,
             max_objects: int, batch_size: int = 64, attributes: AttributeEstimator | None = None) -> Features:
-    """`attributes`: per-object attribute estimates on the stride-2 map (`depth_order`), if any."""
+    """`attributes`: per-object attribute estimates on the stride-2 map (`depth_order`), if any. Every
+    tensor, the returned batch included, is on the detector's device."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
+    device = next(detector.parameters()).device
     size = samples[0].image.shape[0]
     n_img, n = len(samples), max_objects
     obj_dim = detector.backbone.coarse_channels * OBJ_POOL * OBJ_POOL
     cu = detector.backbone.fine_channels
+    on = {"device": device}
     out = Features(
-        boxes=torch.zeros(n_img, n, 4), labels=torch.zeros(n_img, n, dtype=torch.long),
-        scores=torch.zeros(n_img, n), valid=torch.zeros(n_img, n, dtype=torch.bool),
-        obj_feats=torch.zeros(n_img, n, obj_dim, dtype=torch.float16),
-        union_feats=torch.zeros(n_img, n, n, cu, UNION_POOL, UNION_POOL, dtype=torch.float16),
-        rel_labels=torch.full((n_img, n, n), -1, dtype=torch.long),
-        gt_index=torch.full((n_img, n), -1, dtype=torch.long), image_size=size,
-        attributes=None if attributes is None else torch.zeros(n_img, n, attributes.width))
+        boxes=torch.zeros(n_img, n, 4, **on), labels=torch.zeros(n_img, n, dtype=torch.long, **on),
+        scores=torch.zeros(n_img, n, **on), valid=torch.zeros(n_img, n, dtype=torch.bool, **on),
+        obj_feats=torch.zeros(n_img, n, obj_dim, dtype=torch.float16, **on),
+        union_feats=torch.zeros(n_img, n, n, cu, UNION_POOL, UNION_POOL, dtype=torch.float16, **on),
+        rel_labels=torch.full((n_img, n, n), -1, dtype=torch.long, **on),
+        gt_index=torch.full((n_img, n), -1, dtype=torch.long, **on), image_size=size,
+        attributes=None if attributes is None else torch.zeros(n_img, n, attributes.width, **on))
     for start in range(0, n_img, batch_size):
         chunk = samples[start:start + batch_size]
-        maps = detector(image_tensor([s.image for s in chunk]))
+        maps = detector(image_tensor([s.image for s in chunk], device))
         dets = decode(maps, (size, size), max_detections=n) if mode == "sgdet" else None
         for k, sample in enumerate(chunk):
             b = start + k
             cls_logits = None
             if mode == "sgcls":
-                boxes = torch.from_numpy(sample.boxes).float()
-                zero = torch.zeros(len(boxes), dtype=torch.long)
+                boxes = torch.as_tensor(sample.boxes, device=device).float()
+                zero = torch.zeros(len(boxes), dtype=torch.long, device=device)
                 cls_logits = classifier(maps["coarse"][k:k + 1], boxes, zero)
-            objs = _objects(mode, sample, dets[k] if dets else None, cls_logits)
+            objs = _objects(mode, sample, dets[k] if dets else None, cls_logits, device)
             m = min(len(objs.boxes), n)
             if m == 0:
                 continue
             boxes = objs.boxes[:m]
             out.boxes[b, :m], out.labels[b, :m], out.scores[b, :m] = boxes, objs.labels[:m], objs.scores[:m]
             out.valid[b, :m] = True
-            zero = torch.zeros(m, dtype=torch.long)
+            zero = torch.zeros(m, dtype=torch.long, device=device)
             out.obj_feats[b, :m] = roi_align(maps["coarse"][k:k + 1], boxes, zero, (OBJ_POOL, OBJ_POOL),
                                              1 / COARSE_STRIDE).flatten(1).half()
             if attributes is not None:
                 out.attributes[b, :m] = attributes(maps["fine"][k:k + 1], boxes, zero)
-            si, oi = torch.meshgrid(torch.arange(m), torch.arange(m), indexing="ij")
+            ids = torch.arange(m, device=device)
+            si, oi = torch.meshgrid(ids, ids, indexing="ij")
             union = union_boxes(boxes[si.flatten()], boxes[oi.flatten()])
-            feats = roi_align(maps["fine"][k:k + 1], union, torch.zeros(m * m, dtype=torch.long),
+            feats = roi_align(maps["fine"][k:k + 1], union, torch.zeros(m * m, dtype=torch.long, **on),
                               (UNION_POOL, UNION_POOL), 1 / FINE_STRIDE)
             out.union_feats[b, :m, :m] = feats.view(m, m, cu, UNION_POOL, UNION_POOL).half()
             out.rel_labels[b, :m, :m] = 0
-            out.rel_labels[b, torch.arange(m), torch.arange(m)] = -1
-            gt = (torch.arange(m) if mode != "sgdet"
-                  else match_detections(boxes, objs.labels[:m], torch.from_numpy(sample.boxes).float(),
-                                        torch.from_numpy(sample.labels)))
+            out.rel_labels[b, ids, ids] = -1
+            gt = (ids if mode != "sgdet"
+                  else match_detections(boxes, objs.labels[:m], torch.as_tensor(sample.boxes, **on).float(),
+                                        torch.as_tensor(sample.labels, **on)))
             out.gt_index[b, :m] = gt
             _assign_relations(out, b, gt, sample)
     return out
 
 
 def _assign_relations(out: Features, b: int, gt: torch.Tensor, sample: Sample) -> None:
-    """Pair labels from the annotated relations of the matched ground-truth objects."""
+    """Pair labels from the annotated relations of the matched ground-truth objects: the first
+    (non-background) relation annotated on a pair of two distinct objects, written at once on the
+    batch's device."""
     where = {int(g): d for d, g in enumerate(gt.tolist()) if g >= 0}
+    labelled: dict[tuple[int, int], int] = {}
     for s, o, p in sample.relations.tolist():
-        if s in where and o in where and out.rel_labels[b, where[s], where[o]] == 0:
-            out.rel_labels[b, where[s], where[o]] = p
+        if s in where and o in where and where[s] != where[o] and p != 0:
+            labelled.setdefault((where[s], where[o]), p)
+    if labelled:
+        on = {"dtype": torch.long, "device": out.rel_labels.device}
+        subj, obj = (torch.tensor(ids, **on) for ids in zip(*labelled, strict=True))
+        out.rel_labels[b, subj, obj] = torch.tensor(list(labelled.values()), **on)

@@ -38,7 +38,7 @@ def ranked_triplets(boxes_valid: int, obj_scores: torch.Tensor, pred: torch.Tens
     m = boxes_valid
     p = pred[:m, :m, 1:]
     pair_score = obj_scores[:m, None] * obj_scores[None, :m]
-    off_diag = ~torch.eye(m, dtype=torch.bool)
+    off_diag = ~torch.eye(m, dtype=torch.bool, device=pred.device)
     si, oi = off_diag.nonzero(as_tuple=True)
     if graph_constraint:
         best, arg = p[si, oi].max(-1)
@@ -48,7 +48,7 @@ def ranked_triplets(boxes_valid: int, obj_scores: torch.Tensor, pred: torch.Tens
         r_all = p.shape[-1]
         scores = (pair_score[si, oi, None] * p[si, oi]).flatten()
         trip = torch.stack([si.repeat_interleave(r_all), oi.repeat_interleave(r_all),
-                            torch.arange(1, r_all + 1).repeat(len(si))], 1)
+                            torch.arange(1, r_all + 1, device=pred.device).repeat(len(si))], 1)
     order = scores.argsort(descending=True, stable=True)
     return trip[order], scores[order]
 

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 def roi_align(features: torch.Tensor, boxes: torch.Tensor, batch_index: torch.Tensor,
               output_size: tuple[int, int], spatial_scale: float, sampling_ratio: int = 2) -> torch.Tensor:
     """features [B, C, H, W]; boxes [K, 4] (x1, y1, x2, y2) in image pixels; batch_index [K]
-    -> [K, C, output_size[0], output_size[1]]."""
+    -> [K, C, output_size[0], output_size[1]]. Boxes and batch_index on the features' device."""
     if boxes.numel() == 0:
         return features.new_zeros((0, features.shape[1], *output_size))
     _, _, height, width = features.shape
@@ -25,8 +25,9 @@ def roi_align(features: torch.Tensor, boxes: torch.Tensor, batch_index: torch.Te
     b = boxes.to(features.dtype) * spatial_scale - 0.5
     bin_w = (b[:, 2] - b[:, 0]) / pw
     bin_h = (b[:, 3] - b[:, 1]) / ph
-    steps_x = (torch.arange(pw * sampling_ratio, dtype=features.dtype) + 0.5) / sampling_ratio
-    steps_y = (torch.arange(ph * sampling_ratio, dtype=features.dtype) + 0.5) / sampling_ratio
+    like = {"dtype": features.dtype, "device": features.device}
+    steps_x = (torch.arange(pw * sampling_ratio, **like) + 0.5) / sampling_ratio
+    steps_y = (torch.arange(ph * sampling_ratio, **like) + 0.5) / sampling_ratio
     xs = b[:, 0:1] + steps_x[None, :] * bin_w[:, None]  # [K, pw*s] in pixel-centre coordinates
     ys = b[:, 1:2] + steps_y[None, :] * bin_h[:, None]
     gx = (xs + 0.5) / width * 2 - 1  # align_corners=False: -1 and 1 are the outer pixel edges

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import multiprocessing
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import torch
@@ -82,6 +84,101 @@ OCCLUSION_WORLD = {"scenes": SceneConfig(overlap_pair_rate=0.7), "test_images": 
 # Relation-training seeds each claim averages over (one detector, one scene set): with one seed, MOTIFS'
 # mR@100 gain from the DS-Net head ranged from -0.006 to +0.049 (`Run.measure_over_seeds`).
 TRAINING_SEEDS = 3
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One comparison of the claims: `method` minus `baseline` on `key` (minus the same difference on
+    `minus_key`; `sign=-1` where lower is better), or `method`'s own `key` when there is no baseline. It
+    holds when that lead is >= `margin`. Measured in `world` (claims 1-2: the first, claim 3: the
+    occlusion world) on means over `TRAINING_SEEDS` in the tests, and per seed in the benchmark."""
+
+    claim: str
+    world: Literal["first", "occlusion"]
+    method: str
+    baseline: str | None
+    key: str
+    margin: float
+    minus_key: str | None = None
+    sign: int = 1
+
+    def lead(self, metrics: Callable[[str], dict]) -> float:
+        """`metrics(variant)`: that variant's scalar metrics."""
+        m = metrics(self.method)
+        if self.baseline is None:
+            return self.sign * m[self.key]
+        b = metrics(self.baseline)
+        lead = m[self.key] - b[self.key]
+        if self.minus_key is not None:
+            lead -= m[self.minus_key] - b[self.minus_key]
+        return self.sign * lead
+
+
+def _claims_1_2(base: str) -> dict[str, Comparison]:
+    name, dsnet = {"motifs": "MOTIFS", "penet": "PE-Net"}[base], f"{base}+dsnet"
+
+    def c(claim, key, margin, **kw):
+        return Comparison(f"{claim} ({name})", "first", dsnet, base, key, margin, **kw)
+
+    return {f"1/{base}/mR": c("1. the DS-Net head raises mR@100 by >= 0.02", "mR@100", 0.02),
+            f"1/{base}/R": c("1. R@100 kept (falls by <= 0.04)", "R@100", -0.04),
+            f"2/{base}/non-geometric": c("2. non-geometric mR@100 rises by >= 0.05", "mR@100_non_geometric",
+                                         0.05),
+            f"2/{base}/non-geometric-over-geometric": c(
+                "2. non-geometric gain >= geometric gain + 0.05", "mR@100_non_geometric", 0.05,
+                minus_key="mR@100_geometric"),
+            f"2/{base}/tail": c("2. tail gain >= head gain + 0.03", "mR@100_tail", 0.03,
+                                minus_key="mR@100_head"),
+            f"2/{base}/interactions": c("2. interactions predicted geometric fall by >= 0.05",
+                                        "ng_as_geo_rate", 0.05, sign=-1),
+            f"2/{base}/geometric-share": c("2. the geometric share of top-1 predictions falls",
+                                           "geo_share_predicted", 0.0, sign=-1)}
+
+
+def _claim_3() -> dict[str, Comparison]:
+    full, one_way, v2s = "penet+dsnet", "penet+dsnet/space-to-vision-only", "penet+dsnet/vision-to-space-only"
+    vision, single = "penet+dsnet/vision-stream-only", "penet+dsnet/single-stream"
+    out = {}
+    for kept, label in ((full, "the full head"), (v2s, "vision -> space only")):
+        out |= {f"3/order/{kept}": Comparison(f"3. {label} orders >= 0.6 of the depth-order pairs right",
+                                              "occlusion", kept, None, "depth_order_accuracy", 0.6),
+                f"3/order-vs-one-way/{kept}": Comparison(
+                    f"3. {label} orders them >= 0.2 more often right than space -> vision only", "occlusion",
+                    kept, one_way, "depth_order_accuracy", 0.2),
+                f"3/depth-recall/{kept}": Comparison(
+                    f"3. {label}: R@100 of in front of / behind >= space -> vision only's + 0.1", "occlusion",
+                    kept, one_way, "mR@100_depth_order", 0.1)}
+    for margin in (0.01, 0.03):
+        out[f"3/vision-alone/mR/{margin}"] = Comparison(
+            f"3. the vision stream alone loses >= {margin} mR@100", "occlusion", full, vision, "mR@100",
+            margin)
+    for margin in (0.01, 0.05):
+        out[f"3/vision-alone/geometric/{margin}"] = Comparison(
+            f"3. the vision stream alone loses >= {margin} geometric mR@100", "occlusion", full, vision,
+            "mR@100_geometric", margin)
+    for ablation, label in ((v2s, "vision -> space only"), (one_way, "space -> vision only"),
+                            (single, "one stream over both inputs")):
+        out[f"3/keeps-gain/{ablation}"] = Comparison(
+            f"3. {label} keeps >= 0.02 mR@100 over the original head", "occlusion", ablation, "penet",
+            "mR@100", 0.02)
+    return out
+
+
+# Every comparison the reproduction tests make (seed 0 in CI; docs/reproductions/scenegraph.md). CI asserts
+# only those in `ASSERTED`: the ones that also hold at benchmark scale (tests/benchmarks/results/
+# scenegraph.json, seeds 0-2) on every seed, with the mean lead at least two standard deviations of the
+# per-seed lead above the margin (tests/unit/scenegraph/test_scenegraph_benchmark_agrees.py checks it). The
+# rest do not hold at benchmark scale: the tests print them, the service README's table reports them, and
+# that unit test measures each on the benchmark's results as a strict xfail (issue 26).
+COMPARISONS = _claims_1_2("motifs") | _claims_1_2("penet") | _claim_3()
+ASSERTED = ("1/motifs/R", "1/penet/mR", "1/penet/R", "2/penet/non-geometric",
+            "2/penet/non-geometric-over-geometric", "2/penet/tail", "2/penet/interactions",
+            "3/order/penet+dsnet", "3/order/penet+dsnet/vision-to-space-only",
+            "3/order-vs-one-way/penet+dsnet", "3/order-vs-one-way/penet+dsnet/vision-to-space-only",
+            "3/depth-recall/penet+dsnet", "3/depth-recall/penet+dsnet/vision-to-space-only",
+            "3/vision-alone/mR/0.01", "3/vision-alone/geometric/0.01",
+            "3/keeps-gain/penet+dsnet/vision-to-space-only")
+REPORTED = tuple(name for name in COMPARISONS if name not in ASSERTED)
 
 
 @dataclass

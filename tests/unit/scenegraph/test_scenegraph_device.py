@@ -2,11 +2,18 @@
 cuda:0 on a GPU worker), the Predict cache on the server's `device()`; models AND batches go there.
 On the meta device nothing can be computed, so a spy records the devices of the modules and tensors
 handed to the method and stops the run: placement that follows the context, not a hard-coded cpu.
+Where a stage computes nothing data-dependent (the detector's first step, the box classifier, RoIAlign,
+the rect masks, the prototype regularizer) it runs on meta whole, so a tensor it built on the CPU would
+meet the meta ones and raise. The data-dependent rest (NMS, matching, packing pairs) cannot run on meta:
+there a torch-function mode records every tensor the method code builds without naming a device, over a
+whole train (depth order on) + evaluate + predict run on the CPU, and the test wants none (issue 29).
 Mixed precision: the detector's inference pass tolerates bf16 autocast (checked on the CPU's bf16)."""
 from __future__ import annotations
 
 import copy
 import dataclasses
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -15,11 +22,19 @@ from paperworks.scenegraph.v1 import scenegraph_pb2
 from paperworks.services.scenegraph import checkpoint, generator, tasks
 from paperworks.services.scenegraph import servicer as servicer_module
 from paperworks.services.scenegraph.data.__main__ import write_image
-from paperworks.services.scenegraph.generator import SceneGraphGenerator, features_on
+from paperworks.services.scenegraph.data.scenes import SceneConfig, generate_scenes
+from paperworks.services.scenegraph.dsnet import DSNetConfig
+from paperworks.services.scenegraph.generator import SceneGraphGenerator, TrainConfig, features_on
+from paperworks.services.scenegraph.relation_model import RelationConfig
+from paperworks.services.scenegraph.sgg import detector as detector_module
+from paperworks.services.scenegraph.sgg.components import PrototypeClassifier, rect_masks
+from paperworks.services.scenegraph.sgg.detector import image_tensor, train_box_classifier
+from paperworks.services.scenegraph.sgg.roi_align import roi_align
 from paperworks.services.scenegraph.spec import EvaluateParams, PredictParams, TrainParams
 from paperworks.shared.config import get_settings
 from paperworks.shared.tasks.context import JobContext
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 SYNTHETIC = {"synthetic": {"seed": 4, "images": 8}}
 SMALL = {"detector_epochs": 1, "relation_epochs": 1, "max_objects": 6}
@@ -66,6 +81,10 @@ def _devices(value) -> list[str]:
         return [d for _, module in value.modules() for d in _devices(module)]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return [d for f in dataclasses.fields(value) for d in _devices(getattr(value, f.name))]
+    if isinstance(value, dict):
+        return [d for v in value.values() for d in _devices(v)]
+    if isinstance(value, (list, tuple)):
+        return [d for v in value for d in _devices(v)]
     return []
 
 
@@ -106,12 +125,93 @@ def test_train_job_honours_paperworks_device_and_runs_on_cpu(monkeypatch):
 
 
 def test_train_job_puts_the_detector_and_its_batches_on_the_context_device(monkeypatch):
-    # the detector trains (its method builds it), then moves; its features for the box classifier
-    # are computed on the job's device: meta in, meta out
+    # the detector trains on the job's device: its first step's maps and targets reach the loss on meta
+    seen = spy_on(monkeypatch, detector_module, "detection_loss")  # (maps, targets)
+    with pytest.raises(Placed):
+        tasks.run_train(TrainParams(dataset=SYNTHETIC, **SMALL), _Context("meta"))
+    assert len(seen) == 9 and set(seen) == {"meta"}
+
+
+def test_train_job_hands_the_box_classifier_features_on_the_context_device(monkeypatch, tiny_generator):
+    # a trained detector (the stage above is checked there), moved by the generator; its features for the
+    # box classifier are computed on the job's device: meta in, meta out
+    monkeypatch.setattr(generator, "train_detector",
+                        lambda *args, **kwargs: copy.deepcopy(tiny_generator.detector))
     seen = spy_on(monkeypatch, generator, "train_box_classifier")
     with pytest.raises(Placed):
         tasks.run_train(TrainParams(dataset=SYNTHETIC, **SMALL), _Context("meta"))
     assert seen == ["meta"]
+
+
+def test_the_box_classifier_trains_whole_on_its_features_device(scenes):
+    """Boxes, labels and image indices from the annotation follow the features: on meta, CPU-built boxes
+    would raise in RoIAlign and CPU-built labels in the loss (a CPU index passes index_select on meta;
+    the factory-call check below covers it)."""
+    coarse = torch.empty(6, 64, 16, 16, device="meta")
+    clf = train_box_classifier(coarse, scenes[:6], 5, epochs=2, seed=0)
+    assert {t.device.type for t in clf.parameters()} == {"meta"}
+
+
+def test_the_device_free_pieces_follow_their_input_on_meta(scenes):
+    images = image_tensor([s.image for s in scenes[:2]], "meta")
+    assert images.device.type == "meta" and images.shape == (2, 3, 64, 64)
+    feats, boxes = torch.empty(2, 8, 32, 32, device="meta"), torch.empty(5, 4, device="meta")
+    index = torch.zeros(5, dtype=torch.long, device="meta")
+    assert roi_align(feats, boxes, index, (6, 6), 0.5).device.type == "meta"
+    assert rect_masks(boxes, boxes).device.type == "meta"
+    assert PrototypeClassifier(16, 4).to("meta").regularizer().device.type == "meta"
+
+
+# the method code: where every tensor must follow its input's device (the metrics, the data pipeline and
+# the checkpoint read and write CPU arrays by design)
+SCENEGRAPH = Path(generator.__file__).resolve().parent
+METHOD_CODE = ("sgg/detector.py", "sgg/features.py", "sgg/depth_order.py", "sgg/roi_align.py",
+               "sgg/components.py", "sgg/geometry.py", "relation_model.py", "generator.py", "dsnet/",
+               "baselines/")
+FACTORIES = {torch.tensor, torch.as_tensor, torch.zeros, torch.ones, torch.full, torch.empty, torch.arange,
+             torch.eye, torch.rand, torch.randn, torch.randint, torch.randperm, torch.linspace}
+# built on the CPU on purpose: modules' construction (seeded there, then moved), and the annotation's
+# predicate counts that the frequency prior's construction reads
+BUILT_ON_THE_CPU = {"__init__", "predicate_counts"}
+
+
+class FactoryCalls(TorchFunctionMode):
+    """Records the tensor factories the method code calls, and which of them name no device (so would
+    build the tensor on the CPU whatever the device of the inputs it meets)."""
+
+    def __init__(self):
+        super().__init__()
+        self.checked = 0
+        self.without_device: set[str] = set()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in FACTORIES:
+            frame = sys._getframe(1)  # the caller: factories are builtins, no torch frame between
+            path = Path(frame.f_code.co_filename).resolve()
+            where = path.relative_to(SCENEGRAPH).as_posix() if path.is_relative_to(SCENEGRAPH) else ""
+            if where.startswith(METHOD_CODE) and frame.f_code.co_name not in BUILT_ON_THE_CPU:
+                self.checked += 1
+                if "device" not in kwargs:
+                    self.without_device.add(f"{where}:{frame.f_lineno} ({frame.f_code.co_name}: "
+                                            f"torch.{func.__name__})")
+        return func(*args, **kwargs)
+
+
+def test_no_tensor_of_the_method_is_built_off_its_inputs_device(vocab):
+    """Train (depth order on, so the estimator's stage runs), evaluate in all three modes and predict,
+    on the CPU: every tensor the method code creates names the device it follows."""
+    samples = generate_scenes(12, seed=5, cfg=SceneConfig(overlap_pair_rate=0.7))
+    cfg = TrainConfig(relation=RelationConfig(base="motifs", dsnet=DSNetConfig(dim=16, heads=2)),
+                      detector_epochs=1, classifier_epochs=1, relation_epochs=1, max_objects=6,
+                      depth_order=True)
+    calls = FactoryCalls()
+    with calls:
+        gen = SceneGraphGenerator.train(samples, vocab, cfg)
+        gen.evaluate(samples[:4])
+        gen.predict(samples[:2], "sgdet", top_k=5)
+    assert calls.checked > 100, calls.checked  # the check saw the method's tensors being built
+    assert not calls.without_device, sorted(calls.without_device)
 
 
 def test_the_relation_model_and_its_batches_follow_the_device(monkeypatch, tiny_generator, scenes, vocab):
