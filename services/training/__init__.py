@@ -1,0 +1,2 @@
+"""Cornstarch: frozen-aware pipeline parallelism and workload-balanced context parallelism for
+multimodal LLM training, on torch.distributed."""

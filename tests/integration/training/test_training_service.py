@@ -1,0 +1,135 @@
+"""The training service over real gRPC on the embedded stack: every job kind through Kafka and
+Celery (plan_parallelism; train from the plan's job on 2 worker processes; train planned inline by a
+baseline method; simulate from a plan job and from explicit stage costs), the inline Plan RPC, a
+cancelled train job whose worker processes are all reaped, and field-naming refusals."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+import grpc
+import pytest
+from paperworks.shared.rpc.convert import PROTO_TO_STATE
+from paperworks.shared.sdk.errors import field_violations
+from paperworks.training.v1 import training_pb2
+from paperworks.v1 import jobs_pb2
+from support import finished, service_fixtures
+
+stack, client = service_fixtures("training")
+MODEL = {
+    "encoders": [{"name": "vision", "tokens": 8, "input_dim": 12, "d_model": 16, "layers": 2}],
+    "d_model": 16,
+    "llm_layers": 2,
+    "heads": 2,
+    "vocab": 16,
+    "text_tokens": 8,
+}
+
+
+@pytest.fixture(scope="module")
+def plan(client):
+    job = client.submit(
+        "training",
+        "plan_parallelism",
+        model=MODEL,
+        pattern="frozen_encoder",
+        world_size=2,
+        cp_size=2,
+        sequence={"seq_len": 2048, "samples": 2},
+        profile_repeats=1,
+    )
+    return finished(client, job, timeout=180)
+
+
+def test_plan_reports_stages_baselines_and_cp(plan):
+    r = plan.result
+    assert len(r["stages"]) == 2 and sum(len(s["layers"]) for s in r["stages"]) == 8
+    assert r["stages"][-1]["next"] == -1 and r["predicted_iteration_time"] > 0
+    assert set(r["baselines"]) == {"parameters", "layers", "forward3x"}
+    assert r["predicted_iteration_time"] <= min(r["baselines"].values()) + 1e-12
+    assert set(r["cp_imbalance"]) == {"uniform", "zigzag", "lpt"} and r["cp_mode"] in r["cp_imbalance"]
+    assert {a.name for a in plan.artifacts} == {"plan.json", "timeline.png"}
+
+
+def test_train_from_the_plan_on_two_processes(client, plan):
+    done = finished(client, client.submit("training", "train", plan_job_id=plan.id, steps=3), timeout=180)
+    r = done.result
+    assert len(r["losses"]) == 3 and r["measured_iteration_time"] > 0
+    assert [s["layers"] for s in r["stages"]] == [s["layers"] for s in plan.result["stages"]]
+    assert {a.name for a in done.artifacts} == {"train.json", "timeline.png"}
+
+
+def test_train_inline_plan_and_simulate(client, plan):
+    job = client.submit(
+        "training",
+        "train",
+        model=MODEL,
+        pattern="frozen_llm_lora",
+        method="layers",
+        world_size=1,
+        steps=2,
+        microbatches=2,
+        batch_size=4,
+    )
+    done = finished(client, job, timeout=180)
+    assert done.result["method"] == "layers" and len(done.result["losses"]) == 2
+    sim = finished(client, client.submit("training", "simulate", plan_job_id=plan.id, microbatches=4))
+    assert sim.result["iteration_time"] > 0 and len(sim.result["bubble"]) == 2
+    stages = [{"forward": 1.0, "backward": 0.0, "next": 1}, {"forward": 1.0, "backward": 2.0}]
+    sim = finished(client, client.submit("training", "simulate", stages=stages, microbatches=4))
+    assert sim.result["iteration_time"] == pytest.approx(13.0)
+
+
+def test_plan_rpc_inline(client):
+    request = training_pb2.PlanRequest(
+        model=training_pb2.ModelDescription(llm_layers=4), pattern="frozen_encoder", world_size=2
+    )
+    reply = client.stub("training").Plan(request, metadata=client.metadata, timeout=30)
+    assert len(reply.stages) == 2 and reply.stages[-1].next == -1
+    assert reply.predicted_iteration_time <= min(reply.baselines.values()) + 1e-12
+    with pytest.raises(grpc.RpcError) as exc:
+        client.stub("training").Plan(
+            training_pb2.PlanRequest(world_size=8), metadata=client.metadata, timeout=30
+        )
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert field_violations(exc.value)[0][0] == "world_size"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_cancelled_train_reaps_its_workers(client):
+    job = client.submit("training", "train", model=MODEL, steps=1000, pattern="all_trainable")
+    pids = []
+    for ev in client.watch(job.id, timeout=120):
+        if ev.type == jobs_pb2.JOB_EVENT_TYPE_PROGRESS and ev.progress.stage == "training":
+            pids = [int(p) for p in re.findall(r"\d+", ev.progress.message.split("pids")[-1])]
+            if len(pids) == 2:
+                break
+    assert len(pids) == 2
+    client.cancel(job.id)
+    assert PROTO_TO_STATE[client.wait(job.id, timeout=60).state] == "CANCELLED"
+    deadline = time.monotonic() + 20
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(_alive(p) for p in pids)
+
+
+def test_bad_requests_name_their_field(client):
+    def refused(**params):
+        with pytest.raises(grpc.RpcError) as exc:
+            client.submit("training", **params)
+        assert exc.value.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND)
+        return field_violations(exc.value)
+
+    assert refused(kind="train", world_size=9)[0][0] == "world_size"
+    assert "divisible" in refused(kind="train", batch_size=6, microbatches=4)[0][1]
+    assert refused(kind="train", plan_job_id="nope")[0][0] == "plan_job_id"
+    assert "exactly one" in refused(kind="simulate")[0][1]
