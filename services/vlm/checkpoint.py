@@ -43,5 +43,55 @@ def from_bytes(data: bytes, device: str, field: str = "model_job_id") -> tuple[T
     return model.to(device).eval(), json.loads(meta.get("info", "{}"))
 
 
+SPATIAL_FORMAT = "paperworks.vlm.spatiolm/1"
+
+
+def spatial_to_bytes(model, info: dict) -> bytes:
+    """A SpatioLM model (`spatiolm.train.Spatial`): the VLM under `vlm.`, the branch under
+    `branch.`, the head under `head.` (absent parts are simply not stored)."""
+    tensors = {}
+    for prefix in ("vlm", "branch", "head"):
+        part = getattr(model, prefix)
+        if part is not None:
+            tensors |= {
+                f"{prefix}.{k}": v.detach().float().cpu().contiguous() for k, v in part.state_dict().items()
+            }
+    return st_save(
+        tensors,
+        metadata={
+            "format": SPATIAL_FORMAT,
+            "config": json.dumps(model.vlm.config.as_dict()),
+            "info": json.dumps(info),
+        },
+    )
+
+
+def spatial_from_bytes(data: bytes, device: str, field: str = "model_job_id"):
+    """(spatiolm.train.Spatial on `device`, its info); anything else is INVALID_ARGUMENT on `field`."""
+    from paperworks.services.vlm.spatiolm.model import DPTHead, SpatialConfig, SpatialVLM, SpatioBranch
+    from paperworks.services.vlm.spatiolm.train import Spatial
+
+    try:
+        meta = _metadata(data)
+        if meta.get("format") != SPATIAL_FORMAT:
+            raise ValueError("not a SpatioLM checkpoint")
+        raw = json.loads(meta["config"])
+        config = SpatialConfig(**(raw | {"branch_layers": tuple(raw["branch_layers"])}))
+        tensors = st_load(data)
+        parts = {}
+        for prefix, cls in (("vlm", SpatialVLM), ("branch", SpatioBranch), ("head", DPTHead)):
+            state = {k[len(prefix) + 1 :]: v for k, v in tensors.items() if k.startswith(prefix + ".")}
+            if state:
+                parts[prefix] = cls(config)
+                parts[prefix].load_state_dict(state)
+                parts[prefix].to(device).eval()
+        model = Spatial(parts["vlm"], parts.get("branch"), parts.get("head"))
+    except (ValueError, KeyError, RuntimeError, TypeError, json.JSONDecodeError) as exc:
+        raise InvalidArgument(
+            field, f"the job's model.safetensors is not a SpatioLM checkpoint: {exc}"
+        ) from None
+    return model, json.loads(meta.get("info", "{}"))
+
+
 def parameters(model: torch.nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())

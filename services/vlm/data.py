@@ -6,6 +6,7 @@ by job id, and the small files the README examples start from:
     python -m paperworks.services.vlm.data conflict-set ./conflicts.npz --per-cell 8
     python -m paperworks.services.vlm.data image ./image.npy --color red --level 0
     python -m paperworks.services.vlm.data vqa-image ./vqa.npy --shape circle --color blue
+    python -m paperworks.services.vlm.data spatial-frames ./frames.npy --frames 1 --seed 0
 """
 
 from __future__ import annotations
@@ -79,9 +80,19 @@ def _main(argv=None) -> None:
     v.add_argument("out", type=Path)
     v.add_argument("--shape", choices=SHAPES, default="circle")
     v.add_argument("--color", choices=COLORS, default="blue")
+    s = sub.add_parser("spatial-frames", help="(frames, 24, 24, 3) renderer frames (train_spatial models)")
+    s.add_argument("out", type=Path)
+    s.add_argument("--frames", type=int, choices=range(1, 5), default=1)
+    s.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
     if a.what == "conflict-set":
         a.out.write_bytes(conflict_set_bytes(build_grid(a.seed, a.per_cell)))
+    elif a.what == "spatial-frames":
+        from paperworks.services.vlm.spatiolm import world
+
+        scene = world.random_scene(np.random.default_rng(a.seed), a.frames)
+        np.save(a.out, world.render_all(scene)["image"])
+        print(", ".join(f"{world.COLORS[o.color]} {world.SHAPES[o.shape]}" for o in scene.objects))
     elif a.what == "image":
         rng = np.random.default_rng(a.seed)
         np.save(a.out, render_images(rng, np.array([COLORS.index(a.color)]), np.array([a.level]))[0])

@@ -1,5 +1,6 @@
 """`make demo` for vlm: a text-skewed TinyVLM audited for modality following (balance point, TFR/VFR,
-oscillations), then a shortcut-VQA model fine-tuned by a short CFPO job."""
+oscillations), a shortcut-VQA model fine-tuned by a short CFPO job, and a short SpatioLM training
+and evaluation (spatial / general QA against the branch-less base, depth AbsRel, depth.png)."""
 
 from __future__ import annotations
 
@@ -47,3 +48,19 @@ def run(client, out: Path) -> None:
         f"CFPO: anti-prior accuracy {base.result['anti_prior_accuracy']:.2f} -> "
         f"{cfpo.result['anti_prior_accuracy']:.2f}, visual dependency {cfpo.result['visual_dependency']:.2f}"
     )
+    spatial = _done(
+        client,
+        client.submit("vlm", "train_spatial", arm="spatio", pretrain_steps=300, steps=150),
+        "vlm.train_spatial",
+    )
+    ev = client.submit("vlm", "evaluate_spatial", model_job_id=spatial.id)
+    ev = _done(client, ev, "vlm.evaluate_spatial")
+    r = ev.result
+    console.print(
+        f"SpatioLM: spatial accuracy {r['base_spatial_accuracy']:.2f} (base) -> {r['spatial_accuracy']:.2f} "
+        f"(branch), MRA {r['base_spatial_mra']:.2f} -> {r['spatial_mra']:.2f}; general "
+        f"{r['base_general_accuracy']:.2f} -> {r['general_accuracy']:.2f}; "
+        f"depth AbsRel {r['depth_abs_rel']:.3f}"
+    )
+    paths = client.pull_artifacts(ev.id, out)
+    console.print("artifacts: " + ", ".join(p.name for p in paths))

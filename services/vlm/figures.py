@@ -55,3 +55,23 @@ def layer_trajectories(
     right.set(xlabel="LM layer", ylabel="mean |p(a_T) - p(a_V)|")
     right.legend(fontsize=7)
     return _png(fig)
+
+
+def spatial_depth(images: np.ndarray, teacher: np.ndarray, predicted: np.ndarray, truth: np.ndarray) -> bytes:
+    """SpatioLM: per row one frame: the image, the pseudo-teacher's depth, the head's depth and the
+    ground truth (half resolution, one colour scale per row)."""
+    n = len(images)
+    fig, axes = plt.subplots(n, 4, figsize=(8, 2.1 * n), squeeze=False)
+    for r in range(n):
+        lo, hi = float(truth[r].min()), float(truth[r].max())
+        panels = [
+            (images[r], "image"),
+            (teacher[r], "teacher depth"),
+            (predicted[r], "predicted depth"),
+            (truth[r], "ground truth"),
+        ]
+        for ax, (a, title) in zip(axes[r], panels, strict=True):
+            ax.imshow(a, **({} if a.ndim == 3 else {"cmap": "magma_r", "vmin": lo, "vmax": hi}))
+            ax.set_title(title, fontsize=8)
+            ax.axis("off")
+    return _png(fig)

@@ -71,9 +71,62 @@ class VlmServicer(vlm_pb2_grpc.VlmServiceServicer):
         await self._check(context, request.model_job_id, "model_job_id")
         return vlm_pb2.SubmitTrainRLResponse(job=await self.rt.submit(context, "train_rl", request))
 
+    @rpc_method
+    async def SubmitTrainSpatial(self, request, context):
+        return vlm_pb2.SubmitTrainSpatialResponse(job=await self.rt.submit(context, "train_spatial", request))
+
+    @rpc_method
+    async def SubmitEvaluateSpatial(self, request, context):
+        await self._check(context, request.model_job_id, "model_job_id", ("train_spatial",))
+        return vlm_pb2.SubmitEvaluateSpatialResponse(
+            job=await self.rt.submit(context, "evaluate_spatial", request)
+        )
+
+    def _answer_spatial(self, tenant: str, request) -> vlm_pb2.AnswerResponse:
+        """SpatioLM: a train_spatial model, its branch included, on (F, 24, 24, 3) frames."""
+        from paperworks.services.vlm.spatiolm import qa, world
+        from paperworks.services.vlm.spatiolm.model import answer_logprobs as spatial_logprobs
+
+        frames = _pixels(request, world.IMAGE, allow_frames=True)
+        if len(request.text) > MAX_TEXT_CHARS:
+            raise InvalidArgument("text", f"at most {MAX_TEXT_CHARS} characters")
+        try:
+            tokens = qa.encode(request.text)
+        except KeyError as exc:
+            raise InvalidArgument("text", f"word {exc.args[0]!r} is not in the spatial vocabulary") from None
+        except ValueError as exc:
+            raise InvalidArgument("text", str(exc)) from None
+        if not request.text.split():
+            raise InvalidArgument("text", "ask a question, e.g. 'which closer red or blue ?'")
+        raw, sha = job_artifact(
+            self.rt.store,
+            self.rt.artifacts,
+            tenant,
+            "vlm",
+            request.model_job_id,
+            checkpoint.MODEL,
+            "model_job_id",
+        )
+        model, _ = self.cache.get(sha, lambda: checkpoint.spatial_from_bytes(raw, self.device))
+        if len(frames) != model.vlm.config.frames:
+            raise InvalidArgument(
+                "image.shape", f"this model reads {model.vlm.config.frames} frame(s), not {len(frames)}"
+            )
+        with torch.no_grad():
+            logits, _ = model.logits(
+                torch.as_tensor(frames[None], device=self.device),
+                torch.as_tensor([tokens], device=self.device),
+            )
+            p = spatial_logprobs(logits).exp()[0].double().cpu().numpy()
+        return vlm_pb2.AnswerResponse(
+            answer=qa.ANSWERS[int(p.argmax())], options=list(qa.ANSWERS), probabilities=p.tolist()
+        )
+
     def _answer(self, tenant: str, request) -> vlm_pb2.AnswerResponse:
+        job = self._model_job(tenant, request.model_job_id, "model_job_id", MODEL_KINDS + ("train_spatial",))
+        if job.kind == "train_spatial":
+            return self._answer_spatial(tenant, request)
         image, tokens = _query(request)
-        self._model_job(tenant, request.model_job_id, "model_job_id")
         raw, sha = job_artifact(
             self.rt.store,
             self.rt.artifacts,
@@ -104,14 +157,21 @@ class VlmServicer(vlm_pb2_grpc.VlmServiceServicer):
         return await asyncio.to_thread(self._answer, tenant, request)
 
 
-def _query(request) -> tuple[np.ndarray, list[int]]:
-    """The request's image as (16, 16, 3) float32 in [0, 1] and its text as word ids, checked
-    before any model is loaded."""
+def _pixels(request, size: int, allow_frames: bool = False) -> np.ndarray:
+    """The request's image as float32 in [0, 1]: (size, size, 3), or with `allow_frames`
+    (F, size, size, 3)."""
     image = to_numpy(request.image, "image")
-    if image.shape != (IMAGE_SIZE, IMAGE_SIZE, 3):
-        raise InvalidArgument(
-            "image.shape", f"must be [{IMAGE_SIZE}, {IMAGE_SIZE}, 3], not {list(image.shape)}"
-        )
+    shape = tuple(image.shape)
+    if allow_frames and shape == (size, size, 3):
+        image, shape = image[None], (1, *shape)
+    ok = (
+        shape == (size, size, 3)
+        if not allow_frames
+        else (len(shape) == 4 and 1 <= shape[0] <= 4 and shape[1:] == (size, size, 3))
+    )
+    if not ok:
+        want = f"[{size}, {size}, 3]" + (f" or [frames 1..4, {size}, {size}, 3]" if allow_frames else "")
+        raise InvalidArgument("image.shape", f"must be {want}, not {list(shape)}")
     if image.dtype == np.uint8:
         image = image.astype(np.float32) / 255.0
     elif image.dtype in (np.float16, np.float32, np.float64):
@@ -120,6 +180,13 @@ def _query(request) -> tuple[np.ndarray, list[int]]:
             raise InvalidArgument("image.data", "float pixels must be finite and in [0, 1]")
     else:
         raise InvalidArgument("image.dtype", "must be float32 (0..1) or uint8 (0..255)")
+    return image
+
+
+def _query(request) -> tuple[np.ndarray, list[int]]:
+    """The request's image as (16, 16, 3) float32 in [0, 1] and its text as word ids, checked
+    before any model is loaded."""
+    image = _pixels(request, IMAGE_SIZE)
     if len(request.text) > MAX_TEXT_CHARS:
         raise InvalidArgument("text", f"at most {MAX_TEXT_CHARS} characters")
     words = request.text.split()

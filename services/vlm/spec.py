@@ -112,6 +112,37 @@ class TrainRLParams(BaseModel):
     seed: Seed = 0
 
 
+class TrainSpatialParams(BaseModel):
+    """SpatioLM (arXiv 2608.01899): pre-train a base VLM on general + spatial QA from the renderer,
+    then train one arm on spatial QA: `spatio` (zero-init branch + DPT head with the 3-D losses),
+    `lm_only` (the branch with the LM loss only) or `finetune` (every VLM parameter, invasive)."""
+
+    arm: Literal["spatio", "lm_only", "finetune"] = "spatio"
+    frames: int = Field(default=1, ge=1, le=4)
+    d_model: int = Field(default=32, ge=8, le=128)
+    heads: int = Field(default=4, ge=1, le=16)
+    pretrain_items: int = Field(default=2000, ge=16, le=20_000)
+    pretrain_steps: int = Field(default=600, ge=1, le=100_000)
+    items: int = Field(default=1500, ge=16, le=20_000)
+    steps: int = Field(default=250, ge=1, le=100_000)
+    batch_size: int = Field(default=64, ge=1, le=1024)
+    pretrain_learning_rate: float = Field(default=3e-3, gt=0.0, le=1.0)
+    learning_rate: float = Field(default=1e-3, gt=0.0, le=1.0)
+    seed: Seed = 0
+
+    @model_validator(mode="after")
+    def consistent(self):
+        if self.d_model % self.heads:
+            raise ValueError(f"heads ({self.heads}) must divide d_model ({self.d_model})")
+        return self
+
+
+class EvaluateSpatialParams(BaseModel):
+    model_job_id: JobId  # a SUCCEEDED train_spatial job
+    items: int = Field(default=400, ge=10, le=20_000)
+    seed: Seed = 0
+
+
 def _kind(name, params, rpc, description, result):
     return JobKind(
         name=name,
@@ -125,8 +156,9 @@ def _kind(name, params, rpc, description, result):
 
 SPEC = ServiceSpec(
     name="vlm",
-    description="Modality following (arXiv 2511.02243) and CFPO counterfactual policy optimization "
-    "(arXiv 2606.23206) on a small vision-language model trained on generated data.",
+    description="Modality following (arXiv 2511.02243), CFPO counterfactual policy optimization "
+    "(arXiv 2606.23206) and the SpatioLM spatio-vision branch (arXiv 2608.01899) on small "
+    "vision-language models trained on generated data.",
     servicer="paperworks.services.vlm.servicer:VlmServicer",
     grpc_module="paperworks.vlm.v1.vlm_pb2_grpc",
     grpc_service="VlmService",
@@ -210,6 +242,39 @@ SPEC = ServiceSpec(
                 "blank_accuracy": "in-distribution accuracy with the image blanked (fraction)",
                 "kl": "last step's k3 KL to the reference (nats; 0 without a reference)",
                 "discrepancy": "last step's maximised k3 to the counterfactual / masked policy (nats)",
+            },
+        ),
+        "train_spatial": _kind(
+            "train_spatial",
+            TrainSpatialParams,
+            "SubmitTrainSpatial",
+            "renderer QA -> base VLM -> SpatioLM arm (spatio | lm_only | finetune) -> model (announced)",
+            {
+                "arm": "spatio, lm_only or finetune",
+                "final_loss": "last step's training loss of the arm (weighted sum for spatio; nats + units)",
+                "spatial_accuracy": "held-out spatial QA accuracy of the arm (fraction)",
+                "base_spatial_accuracy": "the frozen base's held-out spatial QA accuracy (fraction)",
+                "general_accuracy": "held-out general QA accuracy of the arm (fraction)",
+                "base_general_accuracy": "the frozen base's held-out general QA accuracy (fraction)",
+                "trainable_parameters": "parameters the arm trains (count)",
+                "parameters": "parameters of the served model, branch and head included (count)",
+            },
+        ),
+        "evaluate_spatial": _kind(
+            "evaluate_spatial",
+            EvaluateSpatialParams,
+            "SubmitEvaluateSpatial",
+            "train_spatial model -> spatial/general QA tables vs its base, depth AbsRel, depth PNG",
+            {
+                "spatial_accuracy": "spatial QA accuracy (fraction)",
+                "spatial_mra": "VSI-Bench mean relative accuracy on numeric spatial answers (0..1)",
+                "general_accuracy": "general QA accuracy (fraction)",
+                "base_spatial_accuracy": "the VLM without its branch (fraction; the base for branch arms)",
+                "base_spatial_mra": "the same without the branch (0..1)",
+                "base_general_accuracy": "the same without the branch (fraction)",
+                "depth_abs_rel": "head depth AbsRel vs ground truth, half resolution (spatio arm only)",
+                "teacher_abs_rel": "the pseudo-teacher's AbsRel vs ground truth (spatio arm; else absent)",
+                "items": "questions per split (count)",
             },
         ),
     },

@@ -16,9 +16,11 @@ from paperworks.services.vlm.following import audit, conflicts, steer
 from paperworks.services.vlm.spec import (
     AuditParams,
     BuildConflictSetParams,
+    EvaluateSpatialParams,
     PretrainParams,
     SteerParams,
     TrainRLParams,
+    TrainSpatialParams,
 )
 from paperworks.services.vlm.tinyvlm import VLMConfig, train
 from paperworks.shared.devices import autocast
@@ -296,3 +298,140 @@ def run_train_rl(params: TrainRLParams, ctx: JobContext) -> dict:
         "discrepancy": history[-1]["discrepancy"],
         **scores,
     }
+
+
+def _spatial_split(seed: int, items: int, frames: int):
+    from paperworks.services.vlm.spatiolm import qa
+
+    rng = np.random.default_rng(seed)
+    return qa.sample(rng, items, qa.SPATIAL, frames), qa.sample(rng, items, qa.GENERAL, frames)
+
+
+def run_train_spatial(params: TrainSpatialParams, ctx: JobContext) -> dict:
+    """SpatioLM (arXiv 2608.01899): base VLM on general + spatial QA, then one arm on spatial QA.
+    float32 throughout (the branch's exact zero-init identity and the confidence terms are kept)."""
+    from paperworks.services.vlm.spatiolm import qa
+    from paperworks.services.vlm.spatiolm import train as spatial
+    from paperworks.services.vlm.spatiolm.model import SpatialConfig
+
+    total = params.pretrain_steps + params.steps + 2
+    ctx.progress(0, total, stage="rendering", message=f"{params.pretrain_items + params.items} scenes")
+    rng = np.random.default_rng(params.seed)
+    pre = qa.sample(rng, params.pretrain_items, qa.SPATIAL + qa.GENERAL, params.frames)
+    pool = qa.sample(rng, params.items, qa.SPATIAL, params.frames)
+    config = SpatialConfig(d_model=params.d_model, heads=params.heads, frames=params.frames)
+
+    def pre_step(step, loss):
+        ctx.progress(step, total, stage="pretraining base", message=f"loss {loss:.4f}")
+
+    base = spatial.pretrain(
+        config,
+        pre,
+        params.pretrain_steps,
+        params.pretrain_learning_rate,
+        params.batch_size,
+        params.seed,
+        ctx.device,
+        pre_step,
+    )
+    losses = []
+
+    def arm_step(step, loss):
+        losses.append(loss)
+        ctx.progress(
+            params.pretrain_steps + step, total, stage=f"training {params.arm}", message=f"loss {loss:.4f}"
+        )
+
+    model = spatial.train_arm(
+        base,
+        params.arm,
+        pool,
+        params.steps,
+        params.learning_rate,
+        params.batch_size,
+        params.seed,
+        ctx.device,
+        on_step=arm_step,
+    )
+    test_s, test_g = _spatial_split(params.seed + HELD_OUT, 200, params.frames)
+    ours = spatial.evaluate(model, test_s, test_g, ctx.device)
+    before = spatial.evaluate(spatial.Spatial(base), test_s, test_g, ctx.device)
+    trainable = sum(
+        p.numel() for part in (model.branch, model.head) if part is not None for p in part.parameters()
+    )
+    if params.arm == "finetune":
+        trainable = checkpoint.parameters(model.vlm)
+    n_params = sum(checkpoint.parameters(p) for p in (model.vlm, model.branch, model.head) if p is not None)
+    info = {"task": "spatiolm", "arm": params.arm, "frames": params.frames, "job_id": ctx.job_id}
+    ctx.announce_model(
+        ctx.put_artifact(checkpoint.MODEL, checkpoint.spatial_to_bytes(model, info), OCTET),
+        f"SpatioLM {params.arm} ({n_params} parameters, {trainable} trained)",
+    )
+    ctx.progress(total, total, stage="done", message=f"spatial accuracy {ours['spatial_accuracy']:.3f}")
+    return {
+        "arm": params.arm,
+        "final_loss": float(np.mean(losses[-max(1, len(losses) // 10) :])),
+        "spatial_accuracy": ours["spatial_accuracy"],
+        "base_spatial_accuracy": before["spatial_accuracy"],
+        "general_accuracy": ours["general_accuracy"],
+        "base_general_accuracy": before["general_accuracy"],
+        "trainable_parameters": int(trainable),
+        "parameters": int(n_params),
+    }
+
+
+def spatial_model_of(ctx, job_id: str, field: str = "model_job_id"):
+    job = ctx.finished_job("vlm", job_id, field)
+    if job.kind != "train_spatial":
+        raise InvalidArgument(field, f"job {job_id} is a {job.kind} job, not a train_spatial job")
+    raw, _ = ctx.job_artifact("vlm", job_id, checkpoint.MODEL, field)
+    return checkpoint.spatial_from_bytes(raw, ctx.device, field)
+
+
+def run_evaluate_spatial(params: EvaluateSpatialParams, ctx: JobContext) -> dict:
+    """Spatial and general QA tables of a train_spatial model and of the same VLM without its
+    branch, the head's depth AbsRel and a PNG of predicted vs teacher depth."""
+    from paperworks.services.vlm.spatiolm import train as spatial
+
+    ctx.progress(0, 3, stage="loading", message="model")
+    model, info = spatial_model_of(ctx, params.model_job_id)
+    test_s, test_g = _spatial_split(params.seed, params.items, model.vlm.config.frames)
+    ctx.progress(
+        1, 3, stage="evaluating", message=f"{params.items} spatial + {params.items} general questions"
+    )
+    ours = spatial.evaluate(model, test_s, test_g, ctx.device)
+    base = spatial.evaluate(spatial.Spatial(model.vlm), test_s, test_g, ctx.device)
+    result = {
+        "spatial_accuracy": ours["spatial_accuracy"],
+        "spatial_mra": ours["spatial_mra"],
+        "general_accuracy": ours["general_accuracy"],
+        "base_spatial_accuracy": base["spatial_accuracy"],
+        "base_spatial_mra": base["spatial_mra"],
+        "base_general_accuracy": base["general_accuracy"],
+        "items": params.items,
+    }
+    if model.head is not None:
+        teacher = spatial.Teacher(params.seed)(
+            test_s.depth, test_s.rays, test_s.images, np.random.default_rng(params.seed)
+        )
+        truth = spatial.half(test_s.depth)
+        result["depth_abs_rel"] = ours["depth_abs_rel"]
+        result["teacher_abs_rel"] = float(np.mean(np.abs(teacher["depth"].numpy() - truth) / truth))
+        _, predicted = spatial.predict(model, test_s, ctx.device)
+        k = min(4, params.items)
+        ctx.put_artifact(
+            "depth.png",
+            figures.spatial_depth(
+                test_s.images[:k, 0, ::2, ::2],
+                teacher["depth"].numpy()[:k, 0],
+                predicted[:k, 0],
+                truth[:k, 0],
+            ),
+            PNG,
+        )
+    ctx.put_json(
+        "evaluation.json",
+        {"model_job_id": params.model_job_id, "info": info, "with_branch": ours, "without_branch": base},
+    )
+    ctx.progress(3, 3, stage="done", message=f"spatial accuracy {ours['spatial_accuracy']:.3f}")
+    return result

@@ -4,6 +4,7 @@ boundary vs easy SFT) and CFPO vs GRPO / DAPO / PAPO on the shortcut VQA task.
 
 Writes tests/benchmarks/results/vlm.json and prints the tables; `claims(results)` is the service
 README's claims table (`run_all.py --tables-only` writes it). `BENCH_VLM_SEEDS` (e.g. "1") shrinks it.
+SpatioLM's four arms run after them (-> results/vlm_spatiolm.json); `BENCH_VLM_PART=spatiolm` runs only those.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # tests/: the experiment drivers live in tests/reproduction
 
-from reproduction.vlm import experiments  # noqa: E402
+from reproduction.vlm import experiments, spatiolm_experiments  # noqa: E402
 
 RESULTS = HERE / "results"
 SEEDS = tuple(int(x) for x in os.environ.get("BENCH_VLM_SEEDS", "1,2,3").split(","))
@@ -90,7 +91,48 @@ def table(results: dict) -> str:
     return claims(results)
 
 
+SPATIO_ROWS = {
+    "spatial_accuracy": ("(iv) 3-D supervision beats the LM-only branch", "spatio", "lm_only"),
+    "spatial_mra": ("(iv) vs (iii), numeric MRA", "spatio", "lm_only"),
+    "general_keep": ("(iv) keeps general QA (accuracy)", "spatio", "base"),
+    "general_loss": ("(ii) full fine-tune loses general QA", "finetune", "base"),
+    "depth": ("head depth AbsRel (lower wins)", "spatio", "pool mean depth"),
+}
+
+
+def spatiolm_table(per_seed: dict) -> str:
+    """SpatioLM rows: method vs baseline per seed (mean ± s.d., seeds won)."""
+    lines = ["| claim | method | baseline | seeds won |", "|---|---|---|---|"]
+    for key, (claim, arm, base) in SPATIO_ROWS.items():
+        if key == "depth":
+            m = [r["spatio"]["depth_abs_rel"] for r in per_seed.values()]
+            b = [r["depth_baseline_abs_rel"] for r in per_seed.values()]
+            won = sum(x < y for x, y in zip(m, b, strict=True))
+        else:
+            metric = "general_accuracy" if key.startswith("general") else key
+            m = [r[arm][metric] for r in per_seed.values()]
+            b = [r[base][metric] for r in per_seed.values()]
+            won = sum((x > y) if key != "general_loss" else (x < y - 0.03) for x, y in zip(m, b, strict=True))
+            if key == "general_keep":
+                won = sum(abs(x - y) <= 0.03 for x, y in zip(m, b, strict=True))
+        lines.append(f"| {claim} | {_ms(m)} | {_ms(b)} | {won}/{len(m)} |")
+    return "\n".join(lines)
+
+
+def spatiolm_main() -> None:
+    """SpatioLM (tests/reproduction/vlm/spatiolm_experiments.py) over SEEDS -> results/vlm_spatiolm.json."""
+    t0 = time.time()
+    per_seed = {str(seed): spatiolm_experiments.spatiolm(seed) for seed in SEEDS}
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "vlm_spatiolm.json").write_text(json.dumps(
+        {"seeds": list(SEEDS), "settings": spatiolm_experiments.CI, "wall_s": time.time() - t0,
+         "per_seed": per_seed}, indent=1, default=float))
+    print(spatiolm_table(per_seed))
+
+
 def main() -> None:
+    if os.environ.get("BENCH_VLM_PART") == "spatiolm":
+        return spatiolm_main()
     per_seed = {}
     t0 = time.time()
     for seed in SEEDS:
@@ -102,6 +144,7 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "vlm.json").write_text(json.dumps(results, indent=1, default=float))
     print(claims(results))
+    spatiolm_main()
 
 
 if __name__ == "__main__":

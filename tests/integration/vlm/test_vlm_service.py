@@ -1,7 +1,9 @@
 """The vlm service over real gRPC on the embedded stack: every job kind through Kafka and Celery
 (pretrain, build_conflict_set, an audit reading the conflict set as another job's artifact and one
 reading it as an upload, steer_preference, train_rl), the Answer RPC, and the field-naming refusals
-of references to the wrong kind of job and of bad queries."""
+of references to the wrong kind of job and of bad queries; SpatioLM's train_spatial (spatio arm,
+announced model), evaluate_spatial (tables, AbsRel, depth PNG) and Answer serving the model with its
+branch on rendered frames."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import numpy as np
 import pytest
 from paperworks.services.vlm.data import conflict_set_bytes
 from paperworks.services.vlm.following.conflicts import build_grid
+from paperworks.services.vlm.spatiolm import qa, world
 from paperworks.shared.rpc.tensors import from_numpy
 from paperworks.shared.sdk.errors import field_violations
 from paperworks.vlm.v1 import vlm_pb2
@@ -123,3 +126,72 @@ def test_wrong_references_and_queries_are_refused(client, conflict_set, mixed):
     assert fields == [("text", "word 'zebra' is not in the model's vocabulary")]
     fields = _refused(lambda: _answer(client, mixed.id, np.zeros((8, 8, 3), np.float32), "what color ?"))
     assert fields[0][0] == "image.shape"
+
+
+# --- SpatioLM (arXiv 2608.01899) ---
+TINY = {
+    "d_model": 16,
+    "heads": 2,
+    "pretrain_items": 48,
+    "pretrain_steps": 4,
+    "items": 32,
+    "steps": 3,
+    "batch_size": 16,
+}
+
+
+@pytest.fixture(scope="module")
+def spatio(client):
+    return finished(client, client.submit("vlm", "train_spatial", frames=2, **TINY))
+
+
+def _spatial_answer(client, job_id, image, text):
+    request = vlm_pb2.AnswerRequest(model_job_id=job_id, image=from_numpy(image), text=text)
+    return client.stub("vlm").Answer(request, metadata=client.metadata, timeout=60)
+
+
+def test_train_evaluate_and_answer_with_the_branch(client, spatio):
+    r = spatio.result
+    assert r["arm"] == "spatio" and 0 < r["trainable_parameters"] < r["parameters"]
+    assert 0.0 <= r["spatial_accuracy"] <= 1.0 and 0.0 <= r["base_general_accuracy"] <= 1.0
+    assert announced_models(client, spatio) == ["model.safetensors"]
+    ev = finished(client, client.submit("vlm", "evaluate_spatial", model_job_id=spatio.id, items=10))
+    assert ev.result["items"] == 10 and ev.result["depth_abs_rel"] > 0 and ev.result["teacher_abs_rel"] >= 0
+    assert {a.name for a in ev.artifacts} == {"evaluation.json", "depth.png"}
+    frames = world.render_all(world.random_scene(np.random.default_rng(0), 2))["image"]
+    out = _spatial_answer(client, spatio.id, frames, "which closer red or blue ?")
+    assert list(out.options) == list(qa.ANSWERS) and out.answer in qa.ANSWERS
+    assert sum(out.probabilities) == pytest.approx(1.0, abs=1e-6)
+
+
+def _spatial_refused(call):
+    with pytest.raises(grpc.RpcError) as exc:
+        call()
+    assert exc.value.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND)
+    return field_violations(exc.value)
+
+
+def test_spatial_refusals_name_the_field(client, spatio):
+    frames = np.zeros((2, 24, 24, 3), np.float32)
+    assert (
+        _spatial_refused(lambda: _spatial_answer(client, spatio.id, frames[:1], "how far is red ?"))[0][0]
+        == "image.shape"
+    )
+    assert _spatial_refused(lambda: _spatial_answer(client, spatio.id, frames, "how far is mauve ?"))[0] == (
+        "text",
+        "word 'mauve' is not in the spatial vocabulary",
+    )
+    assert (
+        _spatial_refused(lambda: _spatial_answer(client, spatio.id, np.zeros((16, 16, 3), np.float32), "x"))[
+            0
+        ][0]
+        == "image.shape"
+    )
+    fields = _spatial_refused(lambda: client.submit("vlm", "train_spatial", d_model=18, heads=4))
+    assert "heads" in fields[0][1]
+    fields = _refused(
+        lambda: client.submit(
+            "vlm", "audit_modality_following", model_job_id=spatio.id, synthetic={"seed": 1}
+        )
+    )
+    assert fields[0][0] == "model_job_id" and "train_spatial" in fields[0][1]

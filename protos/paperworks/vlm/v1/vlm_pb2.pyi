@@ -170,6 +170,60 @@ class SubmitTrainRLResponse(_message.Message):
     job: _jobs_pb2.Job
     def __init__(self, job: _Optional[_Union[_jobs_pb2.Job, _Mapping]] = ...) -> None: ...
 
+class SubmitTrainSpatialRequest(_message.Message):
+    __slots__ = ("arm", "frames", "d_model", "heads", "pretrain_items", "pretrain_steps", "items", "steps", "batch_size", "pretrain_learning_rate", "learning_rate", "seed", "idempotency_key")
+    ARM_FIELD_NUMBER: _ClassVar[int]
+    FRAMES_FIELD_NUMBER: _ClassVar[int]
+    D_MODEL_FIELD_NUMBER: _ClassVar[int]
+    HEADS_FIELD_NUMBER: _ClassVar[int]
+    PRETRAIN_ITEMS_FIELD_NUMBER: _ClassVar[int]
+    PRETRAIN_STEPS_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PRETRAIN_LEARNING_RATE_FIELD_NUMBER: _ClassVar[int]
+    LEARNING_RATE_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    arm: str
+    frames: int
+    d_model: int
+    heads: int
+    pretrain_items: int
+    pretrain_steps: int
+    items: int
+    steps: int
+    batch_size: int
+    pretrain_learning_rate: float
+    learning_rate: float
+    seed: int
+    idempotency_key: str
+    def __init__(self, arm: _Optional[str] = ..., frames: _Optional[int] = ..., d_model: _Optional[int] = ..., heads: _Optional[int] = ..., pretrain_items: _Optional[int] = ..., pretrain_steps: _Optional[int] = ..., items: _Optional[int] = ..., steps: _Optional[int] = ..., batch_size: _Optional[int] = ..., pretrain_learning_rate: _Optional[float] = ..., learning_rate: _Optional[float] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+
+class SubmitTrainSpatialResponse(_message.Message):
+    __slots__ = ("job",)
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: _jobs_pb2.Job
+    def __init__(self, job: _Optional[_Union[_jobs_pb2.Job, _Mapping]] = ...) -> None: ...
+
+class SubmitEvaluateSpatialRequest(_message.Message):
+    __slots__ = ("model_job_id", "items", "seed", "idempotency_key")
+    MODEL_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    model_job_id: str
+    items: int
+    seed: int
+    idempotency_key: str
+    def __init__(self, model_job_id: _Optional[str] = ..., items: _Optional[int] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+
+class SubmitEvaluateSpatialResponse(_message.Message):
+    __slots__ = ("job",)
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: _jobs_pb2.Job
+    def __init__(self, job: _Optional[_Union[_jobs_pb2.Job, _Mapping]] = ...) -> None: ...
+
 class AnswerRequest(_message.Message):
     __slots__ = ("model_job_id", "image", "text")
     MODEL_JOB_ID_FIELD_NUMBER: _ClassVar[int]

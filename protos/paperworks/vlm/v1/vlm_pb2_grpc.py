@@ -59,6 +59,16 @@ class VlmServiceStub:
                 request_serializer=paperworks_dot_vlm_dot_v1_dot_vlm__pb2.SubmitTrainRLRequest.SerializeToString,
                 response_deserializer=paperworks_dot_vlm_dot_v1_dot_vlm__pb2.SubmitTrainRLResponse.FromString,
                 _registered_method=True)
+        self.SubmitTrainSpatial = channel.unary_unary(
+                '/paperworks.vlm.v1.VlmService/SubmitTrainSpatial',
+                request_serializer=paperworks_dot_vlm_dot_v1_dot_vlm__pb2.SubmitTrainSpatialRequest.SerializeToString,
+                response_deserializer=paperworks_dot_vlm_dot_v1_dot_vlm__pb2.SubmitTrainSpatialResponse.FromString,
+                _registered_method=True)
+        self.SubmitEvaluateSpatial = channel.unary_unary(
+                '/paperworks.vlm.v1.VlmService/SubmitEvaluateSpatial',
+                request_serializer=paperworks_dot_vlm_dot_v1_dot_vlm__pb2.SubmitEvaluateSpatialRequest.SerializeToString,
+                response_deserializer=paperworks_dot_vlm_dot_v1_dot_vlm__pb2.SubmitEvaluateSpatialResponse.FromString,
+                _registered_method=True)
         self.Answer = channel.unary_unary(
                 '/paperworks.vlm.v1.VlmService/Answer',
                 request_serializer=paperworks_dot_vlm_dot_v1_dot_vlm__pb2.AnswerRequest.SerializeToString,
@@ -106,8 +116,25 @@ class VlmServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SubmitTrainSpatial(self, request, context):
+        """SpatioLM (arXiv 2608.01899): a base VLM pre-trained on renderer QA, then one arm trained on
+        spatial QA (zero-init spatio-vision branch with depth/ray/token supervision, the branch with
+        the LM loss only, or full fine-tuning). Artifact: model.safetensors (announced).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SubmitEvaluateSpatial(self, request, context):
+        """Spatial and general QA of a train_spatial model vs the same VLM without its branch, depth
+        AbsRel of its head. Artifacts: evaluation.json, depth.png (spatio arm).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Answer(self, request, context):
-        """Answers one image + text query with per-option probabilities.
+        """Answers one image (or frames) + text query with per-option probabilities.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -140,6 +167,16 @@ def add_VlmServiceServicer_to_server(servicer, server):
                     servicer.SubmitTrainRL,
                     request_deserializer=paperworks_dot_vlm_dot_v1_dot_vlm__pb2.SubmitTrainRLRequest.FromString,
                     response_serializer=paperworks_dot_vlm_dot_v1_dot_vlm__pb2.SubmitTrainRLResponse.SerializeToString,
+            ),
+            'SubmitTrainSpatial': grpc.unary_unary_rpc_method_handler(
+                    servicer.SubmitTrainSpatial,
+                    request_deserializer=paperworks_dot_vlm_dot_v1_dot_vlm__pb2.SubmitTrainSpatialRequest.FromString,
+                    response_serializer=paperworks_dot_vlm_dot_v1_dot_vlm__pb2.SubmitTrainSpatialResponse.SerializeToString,
+            ),
+            'SubmitEvaluateSpatial': grpc.unary_unary_rpc_method_handler(
+                    servicer.SubmitEvaluateSpatial,
+                    request_deserializer=paperworks_dot_vlm_dot_v1_dot_vlm__pb2.SubmitEvaluateSpatialRequest.FromString,
+                    response_serializer=paperworks_dot_vlm_dot_v1_dot_vlm__pb2.SubmitEvaluateSpatialResponse.SerializeToString,
             ),
             'Answer': grpc.unary_unary_rpc_method_handler(
                     servicer.Answer,
@@ -282,6 +319,60 @@ class VlmService:
             '/paperworks.vlm.v1.VlmService/SubmitTrainRL',
             paperworks_dot_vlm_dot_v1_dot_vlm__pb2.SubmitTrainRLRequest.SerializeToString,
             paperworks_dot_vlm_dot_v1_dot_vlm__pb2.SubmitTrainRLResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SubmitTrainSpatial(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/paperworks.vlm.v1.VlmService/SubmitTrainSpatial',
+            paperworks_dot_vlm_dot_v1_dot_vlm__pb2.SubmitTrainSpatialRequest.SerializeToString,
+            paperworks_dot_vlm_dot_v1_dot_vlm__pb2.SubmitTrainSpatialResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SubmitEvaluateSpatial(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/paperworks.vlm.v1.VlmService/SubmitEvaluateSpatial',
+            paperworks_dot_vlm_dot_v1_dot_vlm__pb2.SubmitEvaluateSpatialRequest.SerializeToString,
+            paperworks_dot_vlm_dot_v1_dot_vlm__pb2.SubmitEvaluateSpatialResponse.FromString,
             options,
             channel_credentials,
             insecure,
