@@ -31,7 +31,7 @@ demo: $(STAMP)
 	$(KEEP_HEAP) $(RUN_MODULE) paperworks.shared.devstack.demo
 
 test: $(STAMP)
-	$(KEEP_HEAP) $(RUN_MODULE) pytest -q
+	$(KEEP_HEAP) $(RUN_MODULE) pytest -q --durations=25
 
 proto: $(STAMP)
 	$(RUN_MODULE) paperworks.shared.devstack.protogen

@@ -40,7 +40,16 @@ JOBS: dict[str, tuple[str, Callable]] = {
                                          "n_validation": 200, "n_test": 200, "steps": 200})),
     "scenegraph": ("train", _fixed({"dataset": {"synthetic": {"seed": 0, "images": 24}}, "base": "penet",
                                     "detector_epochs": 2, "relation_epochs": 2, "max_objects": 6})),
+    "clip": ("train_clip", _fixed({"steps": 20, "batch_size": 32, "width": 16, "vision_layers": 1})),
+    "graph": ("train_generator", _fixed({"steps": 20, "train_graphs": 16, "validation_graphs": 4,
+                                         "lm_steps": 10, "hidden": 16})),
+    "moe": ("upcycle", _fixed({"dense_steps": 30, "d_model": 16, "heads": 2, "d_ff": 32, "batch_size": 32})),
     "vlm": ("pretrain", _fixed({"steps": 40, "d_model": 16, "heads": 2, "lm_layers": 2, "batch_size": 32})),
+    # CPU only so far: the plan profiles on the CPU and Train runs gloo (no NCCL path yet, see its README)
+    "training": ("plan_parallelism", _fixed({
+        "model": {"encoders": [{"name": "vision", "tokens": 8, "input_dim": 12, "d_model": 16, "layers": 2}],
+                  "d_model": 16, "llm_layers": 2, "heads": 2, "vocab": 16, "text_tokens": 8},
+        "world_size": 2, "cp_size": 2, "sequence": {"seq_len": 1024, "samples": 1}, "profile_repeats": 1})),
 }
 
 
