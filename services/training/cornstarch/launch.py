@@ -100,6 +100,6 @@ def launch(
             if failed:
                 tail = (tmp_path / f"rank{failed[0]}.log").read_text(errors="replace")[-2000:]
                 raise WorkerFailed(f"rank {failed[0]} exited {procs[failed[0]].returncode}: {tail}")
-            return [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(world)]
+            return [torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in range(world)]
         finally:
             _kill(procs)
