@@ -10,16 +10,18 @@ import asyncio
 import numpy as np
 import torch
 from paperworks.moe.v1 import moe_pb2, moe_pb2_grpc
-from paperworks.services.moe import checkpoint, skillnet, skills
+from paperworks.services.moe import checkpoint, data, hf_model, skillnet, skills
 from paperworks.services.moe.dpsl.train import route
-from paperworks.services.moe.spec import MOE_KINDS, POLICY_KINDS
+from paperworks.services.moe.spec import MOE_KINDS, POLICY_KINDS, TrainMoEParams, UpcycleParams
 from paperworks.shared.devices import device
 from paperworks.shared.errors import InvalidArgument
 from paperworks.shared.job_refs import finished_job, job_artifact
+from paperworks.shared.rpc.convert import request_params
 from paperworks.shared.rpc.model_cache import ModelCache
 from paperworks.shared.rpc.runtime import ServiceRuntime
 from paperworks.shared.rpc.status import rpc_method
 from paperworks.shared.rpc.tensors import from_numpy, to_numpy
+from pydantic import ValidationError
 
 CACHE_SIZE = 8
 MAX_TOKENS = 4096
@@ -32,23 +34,44 @@ class MoeServicer(moe_pb2_grpc.MoeServiceServicer):
         self.cache = ModelCache(CACHE_SIZE)
         self.device = device()
 
-    def _job(self, tenant: str, job_id: str, field: str, kinds):
+    def _job(self, tenant: str, job_id: str, field: str, kinds, hf: bool = False):
+        """The job, refused unless `hf` allows a Hugging Face MoE (model.tar) where an MoE is named."""
         job = finished_job(self.rt.store, tenant, "moe", job_id, field)
         if job.kind not in kinds:
             raise InvalidArgument(field, f"job {job_id} is a {job.kind} job, not one of {', '.join(kinds)}")
+        if kinds == MOE_KINDS and not hf and data.hf_moe(self.rt.store, job):
+            raise InvalidArgument(field, data.HF_REFUSAL.format(job_id=job_id))
         return job
 
-    async def _check(self, context, job_id: str, field: str, kinds) -> None:
+    async def _check(self, context, job_id: str, field: str, kinds, hf: bool = False):
         """Refused at submit, not in the worker: a job that is not this tenant's SUCCEEDED job of `kinds`."""
-        await asyncio.to_thread(self._job, self.rt.tenant(context), job_id, field, kinds)
+        return await asyncio.to_thread(self._job, self.rt.tenant(context), job_id, field, kinds, hf)
+
+    def _check_base(self, request, context) -> None:
+        """A Hugging Face `base` the worker would refuse (a folder of a family with no MoE class
+        here, no config, pickle weights, an upload that is no archive), refused at submit;
+        parameters that do not validate are left to the runtime, which names them all."""
+        try:
+            params = UpcycleParams.model_validate(request_params(request))
+        except ValidationError:
+            return
+        if params.base is not None:
+            hf_model.check_base(params.base, self.rt.inputs(context))
 
     @rpc_method
     async def SubmitUpcycle(self, request, context):
+        await asyncio.to_thread(self._check_base, request, context)
         return moe_pb2.SubmitUpcycleResponse(job=await self.rt.submit(context, "upcycle", request))
 
     @rpc_method
     async def SubmitTrainMoe(self, request, context):
-        await self._check(context, request.model_job_id, "model_job_id", MOE_KINDS)
+        job = await self._check(context, request.model_job_id, "model_job_id", MOE_KINDS, hf=True)
+        if await asyncio.to_thread(data.hf_moe, self.rt.store, job):
+            try:
+                terms = TrainMoEParams.model_validate(request_params(request)).router_losses
+            except ValidationError:
+                terms = []  # the runtime's validation names every bad field
+            data.check_hf_terms(terms)
         return moe_pb2.SubmitTrainMoeResponse(job=await self.rt.submit(context, "train_moe", request))
 
     @rpc_method

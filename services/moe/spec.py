@@ -7,6 +7,7 @@ proto: left unset, it is omitted and the default below applies (an explicit 0 is
 
 from typing import Annotated, Literal
 
+from paperworks.shared.backends.spec import ModelSpec
 from paperworks.shared.inputs import InputRefParams
 from paperworks.shared.registry import JobKind, ServiceSpec
 from pydantic import BaseModel, Field, field_validator, model_validator
@@ -27,8 +28,16 @@ class WorldParams(BaseModel):
     noise: float = Field(default=1.5, gt=0.0, le=10.0)
 
 
+class HFModelSpec(ModelSpec):
+    """A dense transformers causal LM folder to upcycle (kind hf): `source` (an upload of the folder
+    as an archive, a moe job's artifact, an s3:// object or a server path) or `path`."""
+
+    kind: Literal["hf"]
+
+
 class UpcycleParams(BaseModel):
     dense: InputRefParams | None = None
+    base: HFModelSpec | None = None
     world: WorldParams = Field(default_factory=WorldParams)
     d_model: int = Field(default=32, ge=8, le=256)
     heads: int = Field(default=4, ge=1, le=16)
@@ -47,6 +56,8 @@ class UpcycleParams(BaseModel):
     def consistent(self):
         if self.top_k > self.experts:
             raise ValueError(f"top_k ({self.top_k}) must be at most experts ({self.experts})")
+        if self.base is not None and self.dense is not None:
+            raise ValueError("set one of base (a Hugging Face model) and dense (a TokenClassifier)")
         if self.d_model % self.heads:
             raise ValueError(f"heads ({self.heads}) must divide d_model ({self.d_model})")
         return self
@@ -90,6 +101,10 @@ class TrainMoEParams(BaseModel):
     router_learning_rate: float = Field(default=1e-2, gt=0.0, le=1.0)
     eval_sequences: int = Field(default=2000, ge=10, le=100_000)
     seed: Seed = 0
+    # a Hugging Face MoE (an upcycle with a `base`): its routers train on next-token prediction of
+    # `text` (a UTF-8 file; unset: the interpreter's standard-library sources) in seq_len windows
+    text: InputRefParams | None = None
+    seq_len: int = Field(default=64, ge=8, le=2048)
 
 
 class EvaluateRoutingParams(BaseModel):
@@ -148,6 +163,8 @@ SPEC = ServiceSpec(
     description="Sparse upcycling with DPSL router shaping (arXiv 2510.01185) and SkillNet "
     "skill-hierarchy MoE policies, on small models trained on generated data.",
     servicer="paperworks.services.moe.servicer:MoeServicer",
+    # an upcycle job with a `base` announces a Hugging Face MoE (model.tar) other services load
+    model_loader="paperworks.services.moe.hf_model:announced_model",
     grpc_module="paperworks.moe.v1.moe_pb2_grpc",
     grpc_service="MoeService",
     port=50060,  # host port in Compose (services/README.md step 10); never changes
@@ -156,21 +173,32 @@ SPEC = ServiceSpec(
             "upcycle",
             UpcycleParams,
             "SubmitUpcycle",
-            "dense model (trained on the synthetic stream or given) -> E experts + router (announced)",
+            "dense model (trained on the synthetic stream, given, or a Hugging Face `base`) -> E experts "
+            "+ router (announced)",
             {
-                "dense_accuracy": "held-out accuracy of the dense model (fraction)",
-                "upcycled_accuracy": "held-out accuracy right after upcycling (fraction)",
+                "dense_accuracy": "held-out accuracy of the dense model (fraction; TokenClassifier)",
+                "upcycled_accuracy": "held-out accuracy right after upcycling (fraction; TokenClassifier)",
                 "experts": "experts per layer (count)",
                 "top_k": "experts per token (count)",
                 "parameters": "MoE parameters (count)",
+                "dense_parameters": "the base's parameters (count; base only)",
+                "model_type": "the MoE's transformers model_type, e.g. mixtral (base only)",
+                "max_logit_difference": "max |logit| difference MoE vs base on 4 seeded random token "
+                "sequences (0 up to float error for copy init; base only)",
+                "mean_kl": "mean KL(base || MoE) per token on those sequences (nats; base only)",
             },
         ),
         "train_moe": _kind(
             "train_moe",
             TrainMoEParams,
             "SubmitTrainMoe",
-            "MoE + router-loss mix (dpsl, load_balance, z_loss, aux_free_bias) -> trained MoE (announced)",
-            {"final_task_loss": "mean task loss of the last 10% of steps (nats)", **_ROUTING},
+            "MoE + router-loss mix (dpsl, load_balance, z_loss, aux_free_bias) -> trained MoE (announced); "
+            "a Hugging Face MoE: its routers only, on text",
+            {
+                "final_task_loss": "mean task loss of the last 10% of steps (nats)",
+                **_ROUTING,
+                "held_out_loss": "next-token loss on held-out text windows (nats; Hugging Face MoEs)",
+            },
         ),
         "evaluate_routing": _kind(
             "evaluate_routing",

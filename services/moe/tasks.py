@@ -5,11 +5,12 @@ measurement), and store artifacts and models (`checkpoint`)."""
 from __future__ import annotations
 
 import numpy as np
-from paperworks.services.moe import checkpoint, data, figures, skillnet, skills
+from paperworks.services.moe import checkpoint, data, figures, hf_model, skillnet, skills
 from paperworks.services.moe.dpsl import train
 from paperworks.services.moe.dpsl.losses import RouterTerm
 from paperworks.services.moe.dpsl.model import ModelConfig, upcycle
 from paperworks.services.moe.spec import (
+    MOE_KINDS,
     EvaluateRoutingParams,
     EvaluateSkillsParams,
     TrainMoEParams,
@@ -35,6 +36,8 @@ def _held_out(world_params: dict, seed: int, n: int, device: str, share: float =
 
 
 def run_upcycle(params: UpcycleParams, ctx: JobContext) -> dict:
+    if params.base is not None:
+        return _upcycle_hf(params, ctx)
     total = params.dense_steps + 2
     if params.dense is not None:
         dense, info = data.dense_model(params.dense, ctx)
@@ -90,6 +93,43 @@ def run_upcycle(params: UpcycleParams, ctx: JobContext) -> dict:
     }
 
 
+def _upcycle_hf(params: UpcycleParams, ctx: JobContext) -> dict:
+    """A Hugging Face causal LM -> its family's transformers MoE, saved as `model.tar` (announced)."""
+    from paperworks.services.moe.hf_upcycle import upcycle_causal_lm
+
+    ctx.progress(0, 3, stage="loading", message=f"base {params.base.label}")
+    backend = hf_model.open_base(params.base, ctx, ctx.device)
+    dense = backend.module.float().eval()
+    ratio = params.drop_ratio if params.init == "drop_upcycle" else 0.0
+    ctx.progress(
+        1, 3, stage="upcycling", message=f"{params.experts} experts, top-{params.top_k}, {params.init}"
+    )
+    try:
+        moe, report = upcycle_causal_lm(dense, params.experts, params.top_k, ratio, params.seed)
+    except ValueError as exc:
+        raise InvalidArgument(hf_model.source_field(params.base, "base"), str(exc)) from None
+    config = dense.config
+    measured = hf_model.probe(dense, moe, config.vocab_size, backend.max_length, params.seed)
+    ref = ctx.put_artifact(hf_model.ARCHIVE, hf_model.save_archive(moe, backend.tokenizer), OCTET)
+    ctx.put_json("upcycle.json", {"init": params.init, "drop_ratio": ratio, "seed": params.seed,
+                                  "dense_model_type": report.dense_type, "moe_model_type": report.moe_type,
+                                  "dropped_neurons": report.dropped, **measured})  # fmt: skip
+    ctx.announce_model(
+        ref,
+        f"upcycled {report.moe_type} of {params.base.label} ({params.experts} experts, top-{params.top_k}, "
+        f"{params.init})",
+    )
+    ctx.progress(3, 3, stage="done", message=f"max logit difference {measured['max_logit_difference']:.2e}")
+    return {
+        "experts": params.experts,
+        "top_k": params.top_k,
+        "parameters": checkpoint.parameters(moe),
+        "dense_parameters": checkpoint.parameters(dense),
+        "model_type": report.moe_type,
+        **measured,
+    }
+
+
 def router_terms(params: TrainMoEParams, experts: int) -> list[RouterTerm]:
     terms = []
     for i, t in enumerate(params.router_losses):
@@ -107,7 +147,59 @@ def _routing_result(evaluated: dict) -> dict:
     return {k: evaluated[k] for k in keep} | {"layers": evaluated["layers"]}
 
 
+def _train_moe_hf(params: TrainMoEParams, ctx: JobContext) -> dict:
+    """A Hugging Face MoE's routers trained with the router-loss mix on text (`hf_train`)."""
+    from paperworks.services.moe import hf_train
+
+    data.check_hf_terms(params.router_losses)
+    _, backend = hf_model.open_moe(params.model_job_id, ctx, ctx.device, "model_job_id")
+    moe = backend.module.float()
+    experts = hf_train.routers(moe)[0].shape[0]
+    terms = router_terms(params, experts)
+    seq_len = min(params.seq_len, backend.max_length - 1)
+    windows = data.text_windows(params.text, ctx, backend.encode, seq_len, params.seed).to(ctx.device)
+    held = max(1, min(params.eval_sequences, len(windows) // 10))
+    train_windows, test_windows = windows[:-held], windows[-held:]
+
+    def on_step(step, record):
+        message = f"lm {record['task_loss']:.4f}" + "".join(
+            f" {k} {v:.4f}" for k, v in record.items() if k not in ("step", "task_loss")
+        )
+        ctx.progress(step, params.steps + 1, stage="training routers", message=message)
+
+    history = hf_train.fit_routers(
+        moe, train_windows, terms, params.steps, params.batch_size, params.router_learning_rate, params.seed,
+        on_step=on_step,
+    )  # fmt: skip
+    prior = next((t.alpha * (experts if len(t.alpha) == 1 else 1) for t in terms if t.type == "dpsl"), None)
+    evaluated = hf_train.evaluate(moe, test_windows, prior)
+    tail = history[-max(1, len(history) // 10) :]
+    keep = ("confidence", "entropy", "max_mean_load")
+    result = {
+        "final_task_loss": float(np.mean([h["task_loss"] for h in tail])),
+        "held_out_loss": evaluated["task_loss"],
+        **{k: evaluated[k] for k in keep},
+        "layers": evaluated["layers"],
+    }
+    ctx.put_json("history.json", {"router_losses": [t.__dict__ for t in terms], "history": history})
+    ctx.put_json("routing.json", result | {"alpha": prior})
+    ref = ctx.put_artifact(hf_model.ARCHIVE, hf_model.save_archive(moe, backend.tokenizer), OCTET)
+    ctx.announce_model(
+        ref,
+        f"Hugging Face MoE of job {params.model_job_id}, routers trained {params.steps} steps with "
+        f"{'+'.join(t.type for t in terms) or 'the LM loss only'}",
+    )
+    ctx.progress(
+        params.steps + 1, params.steps + 1, stage="done",
+        message=f"confidence {result['confidence']:.3f} max/mean load {result['max_mean_load']:.3f}",
+    )  # fmt: skip
+    return result
+
+
 def run_train_moe(params: TrainMoEParams, ctx: JobContext) -> dict:
+    job = ctx.finished_job("moe", params.model_job_id, "model_job_id")
+    if job.kind in MOE_KINDS and data.hf_moe(ctx.store, job):
+        return _train_moe_hf(params, ctx)
     model, info = data.moe_of(ctx, params.model_job_id)
     terms = router_terms(params, model.config.experts)
     world_params = info.get("world") or WorldParams().model_dump()

@@ -23,7 +23,7 @@ class World(_message.Message):
     def __init__(self, seed: _Optional[int] = ..., d_in: _Optional[int] = ..., classes: _Optional[int] = ..., length: _Optional[int] = ..., noise: _Optional[float] = ...) -> None: ...
 
 class SubmitUpcycleRequest(_message.Message):
-    __slots__ = ("dense", "world", "d_model", "heads", "d_ff", "layers", "dense_steps", "batch_size", "learning_rate", "experts", "top_k", "init", "drop_ratio", "seed", "idempotency_key")
+    __slots__ = ("dense", "world", "d_model", "heads", "d_ff", "layers", "dense_steps", "batch_size", "learning_rate", "experts", "top_k", "init", "drop_ratio", "seed", "idempotency_key", "base")
     DENSE_FIELD_NUMBER: _ClassVar[int]
     WORLD_FIELD_NUMBER: _ClassVar[int]
     D_MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -39,6 +39,7 @@ class SubmitUpcycleRequest(_message.Message):
     DROP_RATIO_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    BASE_FIELD_NUMBER: _ClassVar[int]
     dense: _common_pb2.InputRef
     world: World
     d_model: int
@@ -54,7 +55,8 @@ class SubmitUpcycleRequest(_message.Message):
     drop_ratio: float
     seed: int
     idempotency_key: str
-    def __init__(self, dense: _Optional[_Union[_common_pb2.InputRef, _Mapping]] = ..., world: _Optional[_Union[World, _Mapping]] = ..., d_model: _Optional[int] = ..., heads: _Optional[int] = ..., d_ff: _Optional[int] = ..., layers: _Optional[int] = ..., dense_steps: _Optional[int] = ..., batch_size: _Optional[int] = ..., learning_rate: _Optional[float] = ..., experts: _Optional[int] = ..., top_k: _Optional[int] = ..., init: _Optional[str] = ..., drop_ratio: _Optional[float] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    base: _common_pb2.ModelSpec
+    def __init__(self, dense: _Optional[_Union[_common_pb2.InputRef, _Mapping]] = ..., world: _Optional[_Union[World, _Mapping]] = ..., d_model: _Optional[int] = ..., heads: _Optional[int] = ..., d_ff: _Optional[int] = ..., layers: _Optional[int] = ..., dense_steps: _Optional[int] = ..., batch_size: _Optional[int] = ..., learning_rate: _Optional[float] = ..., experts: _Optional[int] = ..., top_k: _Optional[int] = ..., init: _Optional[str] = ..., drop_ratio: _Optional[float] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., base: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ...) -> None: ...
 
 class SubmitUpcycleResponse(_message.Message):
     __slots__ = ("job",)
@@ -85,7 +87,7 @@ class Alpha(_message.Message):
     def __init__(self, alpha: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class SubmitTrainMoeRequest(_message.Message):
-    __slots__ = ("model_job_id", "router_losses", "steps", "batch_size", "learning_rate", "router_learning_rate", "eval_sequences", "seed", "idempotency_key")
+    __slots__ = ("model_job_id", "router_losses", "steps", "batch_size", "learning_rate", "router_learning_rate", "eval_sequences", "seed", "idempotency_key", "text", "seq_len")
     MODEL_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     ROUTER_LOSSES_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
@@ -95,6 +97,8 @@ class SubmitTrainMoeRequest(_message.Message):
     EVAL_SEQUENCES_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    SEQ_LEN_FIELD_NUMBER: _ClassVar[int]
     model_job_id: str
     router_losses: _containers.RepeatedCompositeFieldContainer[RouterTerm]
     steps: int
@@ -104,7 +108,9 @@ class SubmitTrainMoeRequest(_message.Message):
     eval_sequences: int
     seed: int
     idempotency_key: str
-    def __init__(self, model_job_id: _Optional[str] = ..., router_losses: _Optional[_Iterable[_Union[RouterTerm, _Mapping]]] = ..., steps: _Optional[int] = ..., batch_size: _Optional[int] = ..., learning_rate: _Optional[float] = ..., router_learning_rate: _Optional[float] = ..., eval_sequences: _Optional[int] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    text: _common_pb2.InputRef
+    seq_len: int
+    def __init__(self, model_job_id: _Optional[str] = ..., router_losses: _Optional[_Iterable[_Union[RouterTerm, _Mapping]]] = ..., steps: _Optional[int] = ..., batch_size: _Optional[int] = ..., learning_rate: _Optional[float] = ..., router_learning_rate: _Optional[float] = ..., eval_sequences: _Optional[int] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., text: _Optional[_Union[_common_pb2.InputRef, _Mapping]] = ..., seq_len: _Optional[int] = ...) -> None: ...
 
 class SubmitTrainMoeResponse(_message.Message):
     __slots__ = ("job",)

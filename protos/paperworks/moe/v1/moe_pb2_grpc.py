@@ -76,7 +76,8 @@ class MoeServiceServicer:
 
     def SubmitUpcycle(self, request, context):
         """Trains a dense model on the synthetic two-modality stream (or reads one) and upcycles it.
-        Artifacts: dense.safetensors, model.safetensors (announced).
+        Artifacts: dense.safetensors, model.safetensors (announced); with a Hugging Face `base`,
+        model.tar (announced) and upcycle.json.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
