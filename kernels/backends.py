@@ -42,8 +42,11 @@ def _module(name: str) -> ModuleType | None:
 
 @functools.cache
 def _fall_back(name: str, op: str, device_type: str, reason: str) -> None:
-    log.warning("kernel backend %s cannot run %s on %s (%s): using the reference",
-                name, op, device_type, reason)
+    # an op a backend does not implement (beta_cdf_pdf anywhere, grid_contract on CUDA) runs on the
+    # reference by design, which `report` shows: worth a note, not a warning on every start
+    level = logging.INFO if reason == "op not implemented" else logging.WARNING
+    log.log(level, "kernel backend %s cannot run %s on %s (%s): using the reference",
+            name, op, device_type, reason)
 
 
 def _why_not(module: ModuleType | None, op: str, device: torch.device) -> str | None:

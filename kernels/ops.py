@@ -1,9 +1,10 @@
 """The public kernel API: the only module the services call.
 
 Every op validates its inputs, brings them to the canonical form all backends share
-(float32 ``(B, M)`` activations, contiguous packed weights, batched costs, 3-D grids), runs
-the backend :func:`paperworks.kernels.backends.select` picks, and restores the caller's
-shapes and dtype. Packed formats are documented in :mod:`paperworks.kernels.packing`.
+(float32 ``(B, M)`` activations, contiguous packed weights, batched costs, 3-D grids, ``(N, K)``
+points against a table), runs the backend :func:`paperworks.kernels.backends.select` picks,
+and restores the caller's shapes and dtype. Packed formats are documented in
+:mod:`paperworks.kernels.packing`.
 """
 
 from __future__ import annotations
@@ -11,12 +12,17 @@ from __future__ import annotations
 import torch
 
 from . import backends, packing
-from .results import GridContraction, SinkhornResult
+from .results import BetaCdfPdf, GridContraction, SinkhornResult
+from .tables import BetaTable, beta_table
 
 __all__ = [
+    "BetaCdfPdf",
+    "BetaTable",
     "GridContraction",
     "SinkhornResult",
     "backend_for",
+    "beta_cdf_pdf",
+    "beta_table",
     "binary_linear",
     "grid_contract",
     "int2_linear",
@@ -253,3 +259,45 @@ def grid_contract(
         img, w.contiguous(), float(threshold)
     )
     return out._replace(labels=out.labels.reshape(image.shape))
+
+
+class _BetaCDF(torch.autograd.Function):
+    """The CDF with the PDF the same evaluation returns as its derivative (no second pass)."""
+
+    @staticmethod
+    def forward(ctx, x, cdf, slope, a, b):
+        value, derivative = backends.select("beta_cdf_pdf", x.device).beta_cdf_pdf(x, cdf, slope, a, b)
+        ctx.save_for_backward(derivative)
+        ctx.mark_non_differentiable(derivative)
+        return value, derivative
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_value, grad_derivative):
+        (derivative,) = ctx.saved_tensors
+        return grad_value * derivative, None, None, None, None
+
+
+def beta_cdf_pdf(x: torch.Tensor, table: BetaTable) -> BetaCdfPdf:
+    """Beta CDFs ``F_k(x[..., k])`` and PDFs ``F_k'(x[..., k])`` of a :func:`beta_table`'s K
+    distributions, on ``x``'s device without a host synchronisation.
+
+    ``x`` is ``(..., K)``; float64 is computed in float64, other float dtypes in float32, and
+    both results come back in ``x``'s dtype. ``cdf`` is differentiable in ``x`` with gradient
+    exactly ``pdf`` (once: no second derivative); values outside [0, 1] clamp (CDF 0 or 1,
+    PDF 0) and NaN stays NaN. The table is read on ``x``'s device (build it there: another
+    device costs a copy per call). Accuracy with the default 4097 knots: CDF within ~5e-4 of
+    scipy's, PDF within 2% away from the singular ends.
+    """
+    if not isinstance(table, BetaTable):
+        raise TypeError(f"table must be a BetaTable (ops.beta_table), got {type(table).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"x must be floating point, got {x.dtype}")
+    if x.dim() == 0 or x.shape[-1] != table.rows:
+        raise ValueError(f"x has shape {tuple(x.shape)}, expected (..., {table.rows}): one column "
+                         f"per tabulated distribution")
+    dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    tensors = [t.to(device=x.device, dtype=dtype) for t in (table.cdf, table.slope, table.a, table.b)]
+    x2 = x.reshape(-1, table.rows).to(dtype)
+    value, derivative = _BetaCDF.apply(x2, *tensors)
+    return BetaCdfPdf(value.to(x.dtype).reshape(x.shape), derivative.to(x.dtype).reshape(x.shape))

@@ -4,7 +4,8 @@ Each function states the op's definition as directly as torch allows, so the fas
 are tested against it and it is the fallback when none of them can run. Inputs are the
 canonical forms :mod:`paperworks.kernels.ops` hands to every backend: 2-D float32
 activations ``(B, M)``, packed weights as in :mod:`paperworks.kernels.packing`, batched
-``(B, n, m)`` costs, 3-D grids.
+``(B, n, m)`` costs, 3-D grids, ``(N, K)`` points against a :mod:`paperworks.kernels.tables`
+table of K distributions.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from . import packing
 from .results import GridContraction, SinkhornResult
 
 NAME = "reference"
-OPS = frozenset({"binary_linear", "int2_linear", "vq_linear", "sinkhorn", "grid_contract"})
+OPS = frozenset(
+    {"binary_linear", "int2_linear", "vq_linear", "sinkhorn", "grid_contract", "beta_cdf_pdf"}
+)
 
 
 def available() -> bool:
@@ -125,3 +128,47 @@ def grid_contract(image, weights, threshold):
     edge_w = torch.zeros(keys.numel(), dtype=torch.float64, device=image.device)
     edge_w.index_add_(0, inverse, w[cut].double())
     return GridContraction(labels.reshape(shape), count, total, sq, edges, edge_count, edge_w)
+
+
+def beta_cdf_pdf(x, cdf, slope, a, b):
+    """``(F_k(x[:, k]), F_k'(x[:, k]))`` for ``x`` ``(N, K)`` by cubic Hermite interpolation of the
+    tabulated CDF values ``cdf`` and slopes ``slope`` ``(K, knots)`` (in ``x``'s dtype).
+
+    In the two end cells the CDF follows its asymptotes instead, ``F(x) ~ F(h) (x/h)^a`` near 0
+    and ``1 - F(x) ~ (1 - F(1-h)) ((1-x)/h)^b`` near 1, which stay exact to O(h) where the PDF is
+    singular (a < 1 or b < 1). The second value is the interpolant's exact derivative (its
+    singularity at an end cut at 1e-6 of a cell), 0 outside [0, 1]; NaN stays NaN in both.
+    """
+    knots = cdf.shape[-1]
+    nan = torch.isnan(x)
+    flat = torch.where(nan, torch.zeros_like(x), x).clamp(0.0, 1.0)
+    pos = flat * (knots - 1)
+    idx = pos.floor().long().clamp(max=knots - 2)
+    t = pos - idx
+    cdf_t, slope_t = cdf.t(), slope.t()
+    f0, f1 = cdf_t.gather(0, idx), cdf_t.gather(0, idx + 1)
+    s0, s1 = slope_t.gather(0, idx), slope_t.gather(0, idx + 1)
+    h = 1.0 / (knots - 1)
+    t2, t3 = t * t, t * t * t
+    value = (
+        (2 * t3 - 3 * t2 + 1) * f0 + (t3 - 2 * t2 + t) * h * s0 + (-2 * t3 + 3 * t2) * f1 + (t3 - t2) * h * s1
+    )
+    derivative = (
+        (6 * t2 - 6 * t) * f0 / h
+        + (3 * t2 - 4 * t + 1) * s0
+        + (6 * t - 6 * t2) * f1 / h
+        + (3 * t2 - 2 * t) * s1
+    )
+    first, last = idx == 0, idx == knots - 2
+    t_lo = t.clamp(min=1e-6)
+    u_lo = (1 - t).clamp(min=1e-6)
+    head = f1 * t.pow(a)
+    tail = 1 - (1 - f0) * (1 - t).pow(b)
+    value = torch.where(first, head, torch.where(last, tail, value))
+    derivative = torch.where(
+        first,
+        f1 * a * t_lo.pow(a - 1) / h,
+        torch.where(last, (1 - f0) * b * u_lo.pow(b - 1) / h, derivative),
+    )
+    derivative = torch.where((x < 0) | (x > 1), torch.zeros_like(derivative), derivative)
+    return torch.where(nan, x, value), torch.where(nan, x, derivative)

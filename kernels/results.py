@@ -42,3 +42,14 @@ class GridContraction(NamedTuple):
     edges: torch.Tensor
     edge_count: torch.Tensor
     edge_weight_sum: torch.Tensor
+
+
+class BetaCdfPdf(NamedTuple):
+    """Beta CDFs and PDFs at the same points, both shaped like the op's ``x``.
+
+    ``cdf`` is differentiable in ``x`` and its gradient is exactly ``pdf`` (the derivative of
+    the interpolant, so autograd and the returned PDF agree); ``pdf`` carries no gradient.
+    """
+
+    cdf: torch.Tensor
+    pdf: torch.Tensor

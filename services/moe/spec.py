@@ -168,6 +168,7 @@ SPEC = ServiceSpec(
     grpc_module="paperworks.moe.v1.moe_pb2_grpc",
     grpc_service="MoeService",
     port=50060,  # host port in Compose (services/README.md step 10); never changes
+    kernel_ops=("beta_cdf_pdf",),  # DPSL's Beta CDF (its gradient is the PDF)
     kinds={
         "upcycle": _kind(
             "upcycle",

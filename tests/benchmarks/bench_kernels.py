@@ -9,6 +9,9 @@
 - batched Sinkhorn (CPU backend, float32 and float64) against POT's ``sinkhorn_log`` on
   the same problems and iteration count, and the torch reference.
 - grid contraction of 256^3 volumes in voxels per second (the torch reference at 64^3).
+- the Beta CDF/PDF op (DPSL's router loss) on a DPSL-sized batch, float64 and float32, forward
+  and forward + backward, against scipy's ``betainc`` and PDF on the host (Batch-Shaping's
+  way), with the largest CDF difference to scipy.
 
 Writes tests/benchmarks/results/kernels.json; prints a markdown table for the README.
 """
@@ -255,6 +258,45 @@ def bench_grid(size: int = 256, reference_size: int = 64) -> list[dict]:
     return rows
 
 
+def bench_beta(tokens: int = 8192, experts: int = 8, rounds: int = 25) -> dict:
+    from scipy import special
+
+    alpha = np.full(experts, 0.25)  # DPSL's sparse symmetric prior: Beta(alpha, alpha_0 - alpha)
+    a, b = alpha, alpha.sum() - alpha
+    table = ops.beta_table(a, b)
+    probs = torch.softmax(4 * torch.randn(tokens, experts, dtype=torch.float64), -1)
+    p32 = probs.float()
+
+    def scipy_host(x=probs):
+        xn = x.numpy()
+        with np.errstate(divide="ignore"):
+            pdf = np.exp((a - 1) * np.log(xn) + (b - 1) * np.log1p(-xn) - special.betaln(a, b))
+        return torch.from_numpy(special.betainc(a, b, xn)), torch.from_numpy(pdf)
+
+    def backward(x):
+        def run():
+            x.grad = None
+            ops.beta_cdf_pdf(x, table).cdf.sum().backward()
+        return run
+
+    fns = {"scipy_f64": scipy_host,
+           "op_f64": lambda: ops.beta_cdf_pdf(probs, table),
+           "op_f32": lambda: ops.beta_cdf_pdf(p32, table),
+           "op_f64_fwd_bwd": backward(probs.clone().requires_grad_()),
+           "op_f32_fwd_bwd": backward(p32.clone().requires_grad_())}
+    times = timed_round_robin(fns, rounds=rounds, warmup=2)
+    base = times["scipy_f64"]["median_s"]
+    for t in times.values():
+        t["speedup_vs_scipy"] = base / t["median_s"]
+    diff = (ops.beta_cdf_pdf(probs, table).cdf - scipy_host()[0]).abs().max()
+    out = {"tokens": tokens, "experts": experts, "alpha": float(alpha[0]),
+           "backend": ops.backend_for("beta_cdf_pdf"), "max_abs_cdf_diff_vs_scipy": float(diff),
+           "variants": times}
+    print("beta: " + ", ".join(f"{k} {v['median_s'] * 1e3:.2f} ms" for k, v in times.items()),
+          flush=True)
+    return out
+
+
 def main() -> dict:
     torch.manual_seed(0)
     started = time.perf_counter()
@@ -272,6 +314,7 @@ def main() -> dict:
         torch.set_num_threads(threads)
     results["sinkhorn"] = bench_sinkhorn()
     results["grid"] = bench_grid()
+    results["beta"] = bench_beta()
     results["seconds"] = time.perf_counter() - started
     results["machine"]["load_average_at_end"] = os.getloadavg()
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
@@ -343,6 +386,22 @@ def table(results: dict) -> str:
         else:
             rows.append(f"| {g['case']} | | | {g['reference_s']:.2f} s vs {g['cpu_s']:.3f} s | "
                         f"{g['speedup']:.0f}x faster |")
+    if "beta" in results:
+        bt = results["beta"]
+        v = bt["variants"]
+        rows += [
+            "",
+            f"Beta CDF/PDF, {bt['tokens']} tokens x {bt['experts']} experts, alpha {bt['alpha']} "
+            f"({bt['backend']} backend; max |CDF difference| vs scipy "
+            f"{bt['max_abs_cdf_diff_vs_scipy']:.1e}):",
+            "",
+            "| scipy on the host (f64) | op f64 | op f32 | op f64 forward + backward | "
+            "op f32 forward + backward |",
+            "|---|---|---|---|---|",
+            "| " + " | ".join(f"{v[k]['median_s'] * 1e3:.2f} ms ({v[k]['speedup_vs_scipy']:.1f}x)"
+                             for k in ("scipy_f64", "op_f64", "op_f32", "op_f64_fwd_bwd",
+                                       "op_f32_fwd_bwd")) + " |",
+        ]
     return "\n".join(rows)
 
 

@@ -13,7 +13,8 @@ with the Cramer-von Mises distance of Batch-Shaping (Bejnordi et al., ICLR 2020)
     p_(1) <= ... <= p_(N)  the sorted column k,   e_i = i / (N + 1),
     L_k = (1/N) sum_i (e_i - F_k(p_(i)))^2,        L_DPSL = (1/E) sum_k L_k,
 
-with `F_k` the Beta CDF (`beta.BetaTable`; its gradient is the Beta PDF). Symmetric priors
+with `F_k` the Beta CDF (the kernel op `paperworks.kernels.ops.beta_cdf_pdf` on a table built once
+per prior; its gradient is the Beta PDF, computed on the device without a host sync). Symmetric priors
 (alpha_k = alpha) with alpha < 1 push each token to a few confident experts while every expert keeps
 the same marginal (balance); asymmetric, per-modality priors apply the same distance within each
 modality's tokens with that modality's alpha (specialisation). Note: a KL between the *mean* routing
@@ -30,8 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
-
-from .beta import BetaTable
+from paperworks.kernels import ops
+from paperworks.kernels.ops import BetaTable
 
 TERMS = ("dpsl", "load_balance", "z_loss", "aux_free_bias")
 
@@ -43,7 +44,7 @@ def cvm_sorted(sorted_p: torch.Tensor, table: BetaTable, counts: torch.Tensor | 
     the sync-free form used for per-modality subsets."""
     n = sorted_p.shape[0]
     i = torch.arange(1, n + 1, device=sorted_p.device, dtype=sorted_p.dtype)[:, None]
-    f = table.cdf(sorted_p.clamp(0.0, 1.0))
+    f = ops.beta_cdf_pdf(sorted_p.clamp(0.0, 1.0), table).cdf
     if counts is None:
         return ((i / (n + 1) - f) ** 2).mean(0)
     counts = counts.to(sorted_p.dtype)
@@ -64,7 +65,7 @@ class DPSL:
         self.alphas = alphas  # (groups, E)
         a = alphas.reshape(-1)
         b = (alphas.sum(1, keepdim=True) - alphas).reshape(-1)
-        self.table = BetaTable(a.numpy(), b.numpy(), device)
+        self.table = ops.beta_table(a, b, device=device)
 
     @property
     def groups(self) -> int:

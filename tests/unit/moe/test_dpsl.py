@@ -1,6 +1,7 @@
-"""The DPSL method code alone: the Beta CDF/PDF op against scipy and under gradcheck, DPSL ~ 0 on
-samples of its own prior (and not on others), the per-modality form against a loop over subsets,
-the peers' formulas, upcycling's exactness, Drop-Upcycling, the aux-free bias and the metrics."""
+"""The DPSL method code alone: DPSL ~ 0 on samples of its own prior (and not on others), the
+per-modality form against a loop over subsets, the peers' formulas, upcycling's exactness,
+Drop-Upcycling, the aux-free bias and the metrics. The Beta CDF/PDF op DPSL calls is the kernel
+library's (tests/unit/kernels/test_beta.py)."""
 
 from __future__ import annotations
 
@@ -8,43 +9,8 @@ import numpy as np
 import pytest
 import torch
 from paperworks.services.moe.dpsl import losses, metrics
-from paperworks.services.moe.dpsl.beta import BetaTable
 from paperworks.services.moe.dpsl.model import ModelConfig, TokenClassifier, upcycle
 from paperworks.services.moe.dpsl.world import World
-from scipy import stats
-
-A = [0.5, 2.0, 0.125, 1.0, 0.05]
-B = [1.5, 6.0, 0.875, 3.0, 4.05]
-
-
-def test_beta_op_matches_scipy():
-    table = BetaTable(A, B)
-    x = torch.rand(4000, len(A), dtype=torch.float64, generator=torch.Generator().manual_seed(0)) ** 3
-    x[0], x[1] = 0.0, 1.0
-    ref = np.stack(
-        [stats.beta.cdf(x[:, k].numpy(), a, b) for k, (a, b) in enumerate(zip(A, B, strict=True))], 1
-    )
-    assert np.abs(table.cdf(x).numpy() - ref).max() < 5e-4
-    inner = x[(x > 1e-3).all(1) & (x < 1 - 1e-3).all(1)]
-    pdf = np.stack(
-        [stats.beta.pdf(inner[:, k].numpy(), a, b) for k, (a, b) in enumerate(zip(A, B, strict=True))], 1
-    )
-    np.testing.assert_allclose(table.pdf(inner).numpy(), pdf, rtol=2e-2, atol=1e-3)
-
-
-def test_beta_op_gradcheck_and_pdf_is_its_gradient():
-    table = BetaTable(A, B)
-    x = torch.rand(6, len(A), dtype=torch.float64, generator=torch.Generator().manual_seed(1)) * 0.98 + 0.01
-    x.requires_grad_()
-    assert torch.autograd.gradcheck(table.cdf, (x,))
-    (grad,) = torch.autograd.grad(table.cdf(x).sum(), x)
-    torch.testing.assert_close(grad, table.pdf(x))
-    assert (table.pdf(torch.tensor([[-0.5] * 5, [1.5] * 5], dtype=torch.float64)) == 0).all()
-
-
-def test_beta_op_refuses_bad_parameters():
-    with pytest.raises(ValueError, match="positive"):
-        BetaTable([0.0, 1.0], [1.0, 1.0])
 
 
 def _dirichlet(alpha, n, seed):
