@@ -20,7 +20,7 @@ import torch
 from paperworks.services.clip import tinyclip, world
 from paperworks.services.clip.spec import ModelSourceParams, TestImagesParams
 from paperworks.shared.errors import InvalidArgument
-from paperworks.shared.inputs import archive_root, resolve_input
+from paperworks.shared.inputs import InputRefParams, archive_root, resolve_input
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
@@ -46,17 +46,35 @@ def load_model(source: ModelSourceParams, ctx, field: str = "model"):
     """(ClipEncoder, info) for a job: a train_clip job's model or a user's checkpoint folder."""
     if source.model_job_id:
         return model_from_job(ctx, source.model_job_id, f"{field}.model_job_id")
-    where = f"{field}.checkpoint"
-    folder = resolve_input(source.checkpoint, ctx, "clip", where, unpack=True)
+    folder = checkpoint_folder(source.checkpoint, ctx, f"{field}.checkpoint")
+    return load_checkpoint(folder, ctx.device, f"{field}.checkpoint"), {"source": "checkpoint"}
+
+
+def checkpoint_folder(ref: InputRefParams, scope, field: str) -> Path:
+    """The local folder of a user's CLIP checkpoint (an upload, artifact, s3:// object or server
+    path, read for the tenant of `scope`; an archive unpacked, a folder on top of it skipped)."""
+    folder = resolve_input(ref, scope, "clip", field, unpack=True)
     folder = archive_root(folder, lambda p: (p / "config.json").is_file())
     if not folder.is_dir():
         raise InvalidArgument(
-            where, "must be a folder (or an archive of one) in Hugging Face CLIPModel format"
+            field, "must be a folder (or an archive of one) in Hugging Face CLIPModel format"
         )
+    return folder
+
+
+def checkpoint_identity(folder: Path) -> str:
+    """What a loaded checkpoint is cached under: its folder (content-addressed for uploads,
+    artifacts and s3 objects) and the size and time of each file (a server path edited in place)."""
+    files = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir() if p.is_file())
+    return f"{folder}:{files}"
+
+
+def load_checkpoint(folder: Path, device: str, field: str):
+    """A ClipEncoder from a user's Hugging Face CLIPModel folder; refusals name `field`."""
     try:
-        return tinyclip.load_hf_folder(folder, ctx.device), {"source": "checkpoint"}
-    except (ValueError, OSError, KeyError, TypeError) as exc:
-        raise InvalidArgument(where, f"not a loadable CLIP checkpoint: {exc}") from None
+        return tinyclip.load_hf_folder(folder, device)
+    except (ValueError, OSError, KeyError, TypeError, AttributeError) as exc:
+        raise InvalidArgument(field, f"not a loadable CLIP checkpoint: {exc}") from None
 
 
 def read_image_set(data: bytes | Path, field: str) -> tuple[torch.Tensor, np.ndarray]:

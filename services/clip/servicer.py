@@ -1,12 +1,15 @@
 """ClipService: the thin gRPC edge. Submit* check the jobs a request builds on and hand jobs to the
-runtime. Classify loads the tenant's tiny CLIP (cached by artifact hash, on this server's device)
-and runs one method on one image inline; RITA's online mode keeps a per-tenant stream cache
-(`StreamCaches`: bounded LRU over (tenant, stream id, model, classes), evictable with
-reset_stream). ScorePairs scores row-aligned image-text pairs with a trained adapter."""
+runtime. Classify loads the tenant's tiny CLIP (cached by artifact hash) or the tenant's own
+Hugging Face CLIP checkpoint (read through the tenant's inputs, cached under a key holding the
+tenant), on this server's device, and runs one method on one image inline; RITA's online mode keeps
+a per-tenant stream cache (`StreamCaches`: bounded LRU over (tenant, stream id, model, classes),
+evictable with reset_stream). ScorePairs scores row-aligned image-text pairs with a trained
+adapter, on the model (tiny or checkpoint) the adapter was trained on."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import math
 import threading
 import time
@@ -19,6 +22,7 @@ from paperworks.services.clip.rita import ClassCache, Stream, TTAConfig
 from paperworks.services.clip.spec import ClassifyParams, ScorePairsParams
 from paperworks.shared.devices import device
 from paperworks.shared.errors import InvalidArgument, violations_from_pydantic
+from paperworks.shared.inputs import InputRefParams, InputScope
 from paperworks.shared.job_refs import finished_job, job_artifact
 from paperworks.shared.rpc.convert import request_params
 from paperworks.shared.rpc.model_cache import ModelCache
@@ -122,8 +126,29 @@ class ClipServicer(clip_pb2_grpc.ClipServiceServicer):
         encoder, _ = self.models.get(sha, lambda: data.model_from_bytes(raw, self.device, field))
         return encoder, sha
 
-    def _classify(self, tenant: str, p: ClassifyParams, image: torch.Tensor) -> clip_pb2.ClassifyResponse:
-        encoder, sha = self._encoder(tenant, p.model_job_id, "model_job_id")
+    def _checkpoint_encoder(self, scope: InputScope, ref: InputRefParams, field: str):
+        """A user's CLIP checkpoint, read for the caller's tenant and kept per tenant (the key
+        holds the tenant, so one tenant's call never finds another's loaded model)."""
+        folder = data.checkpoint_folder(ref, scope, field)
+        key = (
+            "checkpoint:"
+            + hashlib.sha256(f"{scope.tenant}:{data.checkpoint_identity(folder)}".encode()).hexdigest()
+        )
+        return self.models.get(key, lambda: data.load_checkpoint(folder, self.device, field)), key
+
+    def _classify(
+        self, scope: InputScope, p: ClassifyParams, image: torch.Tensor
+    ) -> clip_pb2.ClassifyResponse:
+        tenant = scope.tenant
+        if bool(p.model_job_id) == (p.checkpoint is not None):
+            raise InvalidArgument(
+                "model_job_id",
+                "set exactly one of model_job_id (a train_clip job) and checkpoint (a CLIP folder)",
+            )
+        if p.model_job_id:
+            encoder, sha = self._encoder(tenant, p.model_job_id, "model_job_id")
+        else:
+            encoder, sha = self._checkpoint_encoder(scope, p.checkpoint, "checkpoint")
         classes = list(p.classes) or list(world.SHAPES)
         descriptors = list(p.descriptors) or (list(world.TEXTURES) if not p.classes else None)
         key = (tenant, p.stream_id, sha, tuple(classes), tuple(descriptors or ()))
@@ -153,27 +178,30 @@ class ClipServicer(clip_pb2_grpc.ClipServiceServicer):
 
     @rpc_method
     async def Classify(self, request, context):
-        tenant = self.rt.tenant(context)
         try:
             params = ClassifyParams.model_validate(request_params(request, exclude=("image",)))
         except ValidationError as exc:
             raise violations_from_pydantic(exc) from None
         image = _image(request.image, "image")
-        return await asyncio.to_thread(self._classify, tenant, params, image)
+        return await asyncio.to_thread(self._classify, self.rt.inputs(context), params, image)
 
-    def _score(self, tenant: str, p: ScorePairsParams, images: torch.Tensor) -> clip_pb2.ScorePairsResponse:
+    def _score(
+        self, scope: InputScope, p: ScorePairsParams, images: torch.Tensor
+    ) -> clip_pb2.ScorePairsResponse:
+        tenant = scope.tenant
         self._job(tenant, p.adapter_job_id, "adapter_job_id", "train_adapter")
         raw, sha = job_artifact(
             self.rt.store, self.rt.artifacts, tenant, "clip", p.adapter_job_id, data.ADAPTER, "adapter_job_id"
         )
         meta, state, info = data.adapter_from_bytes(raw, "adapter_job_id")
-        model_job = info.get("model", {}).get("model_job_id")
-        if not model_job:
-            raise InvalidArgument(
-                "adapter_job_id",
-                "the adapter was trained on a user's checkpoint; score it with an evaluate_retrieval job",
-            )
-        encoder, _ = self._encoder(tenant, model_job, "adapter_job_id")
+        model = info.get("model", {})
+        if model.get("model_job_id"):
+            encoder, _ = self._encoder(tenant, model["model_job_id"], "adapter_job_id")
+        elif model.get("checkpoint"):  # the tenant's own checkpoint the adapter was trained on
+            ref = InputRefParams.model_validate(model["checkpoint"])
+            encoder, _ = self._checkpoint_encoder(scope, ref, "adapter_job_id")
+        else:
+            raise InvalidArgument("adapter_job_id", "the adapter names no model it was trained on")
         adapter = self.models.get("adapter:" + sha, lambda: vacsr.load_adapter(meta, state, self.device))
         try:
             with torch.no_grad():
@@ -190,7 +218,6 @@ class ClipServicer(clip_pb2_grpc.ClipServiceServicer):
 
     @rpc_method
     async def ScorePairs(self, request, context):
-        tenant = self.rt.tenant(context)
         try:
             params = ScorePairsParams.model_validate(request_params(request, exclude=("images",)))
         except ValidationError as exc:
@@ -200,7 +227,7 @@ class ClipServicer(clip_pb2_grpc.ClipServiceServicer):
             raise InvalidArgument(
                 "texts", f"one text per image: {len(images)} images, {len(params.texts)} texts"
             )
-        return await asyncio.to_thread(self._score, tenant, params, images)
+        return await asyncio.to_thread(self._score, self.rt.inputs(context), params, images)
 
 
 def _images(tensor, field: str, max_n: int) -> torch.Tensor:

@@ -123,9 +123,11 @@ class EvaluateRetrievalParams(BaseModel):
 
 
 class ClassifyParams(BaseModel):
-    """The sync Classify RPC's fields (the image is checked separately)."""
+    """The sync Classify RPC's fields (the image is checked separately). The model: a train_clip
+    job or a user's checkpoint folder, exactly one (the servicer refuses naming model_job_id)."""
 
-    model_job_id: JobId
+    model_job_id: str = Field(default="", max_length=128)
+    checkpoint: InputRefParams | None = None
     classes: list[Name] = Field(default=[], max_length=MAX_CLASSES)
     descriptors: list[Descriptor] = Field(default=[], max_length=MAX_DESCRIPTORS)
     method: Method = "zero_shot"

@@ -1,8 +1,9 @@
 """Learnable prompts (CoOp, Zhou et al. 2022; as adapted at test time by TPT, R-TPT and RITA).
 
 For K classes and M descriptors, prompt (k, m) is "<ctx_1..ctx_4> {descriptor_m} {class_k}" where
-the four context vectors are shared by all prompts, initialised from the token embeddings of
-"a photo of a", and are the only parameters test-time adaptation updates. RITA's class
+the four context vectors (one per token of "a photo of a" in the model's tokenizer: four in the
+tiny one's and in OpenAI CLIP's) are shared by all prompts, initialised from the token embeddings
+of "a photo of a", and are the only parameters test-time adaptation updates. RITA's class
 distribution Q_k (Eq. 3) is uniform over the M prompt features of class k.
 """
 
@@ -26,7 +27,9 @@ class PromptBank(nn.Module):
         with torch.no_grad():
             emb = encoder.token_embeddings(ids).detach()
         self.register_buffer("base", emb, persistent=False)
-        n_ctx = len(INIT.split())
+        # as many context vectors as "a photo of a" has tokens (4 words; more for a tokenizer that
+        # splits a word), so every one of them is replaced and nothing of the class name is
+        n_ctx = int(encoder.eot_positions(encoder.tokenize([INIT]))[0]) - 1
         self.n_ctx = n_ctx
         self.init_ctx = emb[0, 1 : 1 + n_ctx].clone()
         self.ctx = nn.Parameter(self.init_ctx.clone())

@@ -1,7 +1,8 @@
 """The graph service over real gRPC on the embedded stack: every job kind through Kafka and Celery
 (train_generator for GaRA and a static-LoRA baseline, generate_adapter on a bundled graph and on an
 uploaded node-link JSON, evaluate), the PEFT adapter pulled and loaded with `peft` onto the job's
-base LM, the Answer RPC with its per-graph cache, and field-naming refusals."""
+base LM, the Answer RPC with its per-graph cache (on an uploaded folder of Parquet tables too), and
+field-naming refusals."""
 
 from __future__ import annotations
 
@@ -139,3 +140,41 @@ def test_bad_requests_name_the_field(client, gara):
     assert fields[0][0] == "generator_job_id"
     fields = _refused(lambda: client.submit("graph", "train_generator", arm="lora_xl"))
     assert fields[0][0] == "arm"
+
+
+def test_answer_on_uploaded_parquet_tables_and_their_refusal(client, gara, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    g = world.generate("watts_strogatz", np.random.default_rng(2))
+    ids = [f"v{v}" for v in g.graph.nodes]
+    folder = tmp_path / "tables"
+    folder.mkdir()
+    pq.write_table(pa.table({"id": ids, "text": list(g.texts)}), folder / "nodes.parquet")
+    pairs = list(g.graph.edges)
+    pq.write_table(
+        pa.table({"source": [ids[a] for a, _ in pairs], "target": [ids[b] for _, b in pairs]}),
+        folder / "edges.parquet",
+    )
+    upload = client.upload(folder, "graph")
+    reply = client.call(
+        "graph",
+        "Answer",
+        generator_job_id=gara.id,
+        graph={"file": {"upload": upload.artifact.sha256}},
+        node="v3",
+    )
+    assert reply.answer in ("core", "fringe") and reply.graph_digest == g.digest()
+    pq.write_table(pa.table({"id": ids}), folder / "nodes.parquet")
+    bad = client.upload(folder, "graph")
+    fields = _refused(
+        lambda: client.call(
+            "graph",
+            "Answer",
+            generator_job_id=gara.id,
+            graph={"file": {"upload": bad.artifact.sha256}},
+            node="v3",
+        )
+    )
+    assert fields[0][0] == "graph.file"
+    assert "text or features" in fields[0][1]

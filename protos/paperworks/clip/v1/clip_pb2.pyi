@@ -149,8 +149,9 @@ class SubmitEvaluateRetrievalResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[_jobs_pb2.Job, _Mapping]] = ...) -> None: ...
 
 class ClassifyRequest(_message.Message):
-    __slots__ = ("model_job_id", "image", "classes", "descriptors", "method", "views", "stream_id", "reset_stream", "seed")
+    __slots__ = ("model_job_id", "checkpoint", "image", "classes", "descriptors", "method", "views", "stream_id", "reset_stream", "seed")
     MODEL_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
     CLASSES_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTORS_FIELD_NUMBER: _ClassVar[int]
@@ -160,6 +161,7 @@ class ClassifyRequest(_message.Message):
     RESET_STREAM_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     model_job_id: str
+    checkpoint: _common_pb2.InputRef
     image: _common_pb2.Tensor
     classes: _containers.RepeatedScalarFieldContainer[str]
     descriptors: _containers.RepeatedScalarFieldContainer[str]
@@ -168,7 +170,7 @@ class ClassifyRequest(_message.Message):
     stream_id: str
     reset_stream: bool
     seed: int
-    def __init__(self, model_job_id: _Optional[str] = ..., image: _Optional[_Union[_common_pb2.Tensor, _Mapping]] = ..., classes: _Optional[_Iterable[str]] = ..., descriptors: _Optional[_Iterable[str]] = ..., method: _Optional[str] = ..., views: _Optional[int] = ..., stream_id: _Optional[str] = ..., reset_stream: _Optional[bool] = ..., seed: _Optional[int] = ...) -> None: ...
+    def __init__(self, model_job_id: _Optional[str] = ..., checkpoint: _Optional[_Union[_common_pb2.InputRef, _Mapping]] = ..., image: _Optional[_Union[_common_pb2.Tensor, _Mapping]] = ..., classes: _Optional[_Iterable[str]] = ..., descriptors: _Optional[_Iterable[str]] = ..., method: _Optional[str] = ..., views: _Optional[int] = ..., stream_id: _Optional[str] = ..., reset_stream: _Optional[bool] = ..., seed: _Optional[int] = ...) -> None: ...
 
 class ClassifyResponse(_message.Message):
     __slots__ = ("label", "classes", "scores", "method", "runtime_s", "cache_entries")
