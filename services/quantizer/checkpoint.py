@@ -4,8 +4,12 @@ The safetensors file holds `q.<layer>.<tensor>` for every packed 2-bit layer (si
 codes as uint8, their float32 scales) and `fp.<name>` for every other tensor of the model in
 full precision (embeddings, norms, output head). The manifest (also embedded in the file's
 metadata) names the format, the method, the base model and, per layer, its packed format,
-shape and stored bits per weight: code bits alone and with the float side tensors. Loading
-rebuilds the packed layers on a fresh copy of the base model; nothing is unpickled. The packed
+shape and stored bits per weight: code bits alone and with the float side tensors; and the
+coverage over every weight matrix of the blocks (`coverage.py`: the quantized fraction, what
+stayed float, bits per block weight, a `warning` when not all of it is quantized). A MoE whose
+fused experts were split into one packed layer per expert lists those modules
+(`unfused_experts`). Loading rebuilds the packed layers on a fresh copy of the base model (its
+listed experts split first); nothing is unpickled. The packed
 formats (binary2, lattice2, int2) are declared in `methods.py`, beside the methods that make them.
 """
 
@@ -20,6 +24,7 @@ from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 from torch import nn
 
+from . import coverage, experts
 from .linears import device_of, set_module
 from .methods import FORMATS, format_of
 
@@ -75,9 +80,15 @@ def save(packed: nn.Module, method: str, base: dict) -> tuple[bytes, dict]:
     for key, t in packed.state_dict().items():
         if key not in inside:
             tensors[f"fp.{key}"] = t.detach().cpu().contiguous().clone()  # clone: tied weights stay apart
+    cov = coverage.of_packed(packed)
     manifest = {"format": FORMAT, "method": method, "base_model": base, "layers": layers,
                 "quantized_weights": weights, "bits_per_weight": code_bits / max(weights, 1),
-                "bits_per_weight_with_scales": (code_bits + side_bits) / max(weights, 1)}
+                "bits_per_weight_with_scales": (code_bits + side_bits) / max(weights, 1),
+                "unfused_experts": experts.unfused_names(packed), "coverage": cov,
+                "bits_per_block_weight": cov["bits_per_block_weight"],
+                "quantized_fraction": cov["quantized_fraction"]}
+    if cov["float_weights"]:
+        manifest["warning"] = (f"bits_per_weight counts the packed layers only; {coverage.describe(cov)}")
     return st_save(tensors, metadata={"manifest": json.dumps(manifest)}), manifest
 
 
@@ -98,6 +109,7 @@ def load(data: bytes, manifest: dict, base_module: nn.Module) -> nn.Module:
     tensors = st_load(data)
     device = device_of(base_module)
     model = base_module.float()
+    experts.unfuse(model, manifest.get("unfused_experts", []))
     for layer in manifest["layers"]:
         name = layer["name"]
         prefix = f"q.{name}."

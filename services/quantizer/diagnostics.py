@@ -24,11 +24,13 @@ Every quantized layer also reports its relative output error ||y - y_q|| / ||y||
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 
 import torch
 from torch import nn
 
+from .experts import unfuse, unfused_names
 from .linears import find_linears, get_module, layer_inputs, linear_weight
 
 
@@ -62,9 +64,15 @@ def summary(per_layer: dict[str, dict]) -> dict:
 @torch.no_grad()
 def layer_report(model: nn.Module, teacher: nn.Module, ids: torch.Tensor,
                  on_layer: Callable[[int, int, str], None] | None = None) -> dict[str, dict]:
-    """`layer_diagnostics` of every quantized layer on the teacher's activations."""
+    """`layer_diagnostics` of every quantized layer on the teacher's activations (a MoE's split
+    experts on a split copy of the teacher; an expert those ids route no token to is left out)."""
+    split = unfused_names(model)
+    if split:
+        teacher = copy.deepcopy(teacher)
+        unfuse(teacher, split)
     names = find_linears(teacher)
     inputs = layer_inputs(teacher, names, ids)
+    names = [n for n in names if n in inputs]
     out = {}
     for i, n in enumerate(names):
         w = linear_weight(get_module(teacher, n))[0]

@@ -43,13 +43,12 @@ def find_block_list(module: nn.Module) -> tuple[str, nn.ModuleList] | None:
 
 def find_linears(module: nn.Module) -> list[str]:
     """Names of the projections to quantize: every linear inside the transformer blocks
-    (embeddings and the output head stay in full precision, as in both papers)."""
+    (embeddings and the output head stay in full precision, as in both papers); an empty one (an
+    upcycled Qwen2-MoE's zero-width shared expert) holds nothing to quantize."""
     found = find_block_list(module)
-    if found is not None:
-        prefix = f"{found[0]}."
-        return [n for n, m in module.named_modules() if n.startswith(prefix) and is_linear(m)
-                and not any(s in n for s in SKIP)]
-    return [n for n, m in module.named_modules() if is_linear(m) and not any(s in n for s in SKIP)]
+    prefix = "" if found is None else f"{found[0]}."
+    return [n for n, m in module.named_modules() if n.startswith(prefix) and is_linear(m)
+            and m.weight.numel() and not any(s in n for s in SKIP)]
 
 
 def device_of(module: nn.Module) -> torch.device:

@@ -52,12 +52,17 @@ INT2 = PackedFormat("int2", PackedInt2Linear, lambda m: (m.codes.shape[0], m.cod
 
 class Method:
     """A quantization method: `layer_type` is its fake-quantized (trainable) layer, `format` the
-    packed form of that layer; `trains` is False for a method with no QAT."""
+    packed form of that layer; `trains` is False for a method with no QAT. `splits_experts`: a
+    method whose layer init needs no calibration inputs also quantizes a MoE's fused experts, one
+    layer per expert (`experts.py`); one that calibrates per layer (RaBiT's channel importance,
+    LC-QAT's Hessians) leaves them float, since calibration may route no token to an expert; the
+    accounting (`coverage.py`) reports them either way."""
 
     name: str
     layer_type: type[nn.Module]
     format: PackedFormat
     trains = True
+    splits_experts = False
 
     def check(self, module: nn.Module) -> None:
         """ValueError when the model's layers cannot take this method."""
@@ -160,6 +165,7 @@ class Scalar(Method):
     round-to-nearest alone."""
 
     layer_type, format = ScalarQATLinear, INT2
+    splits_experts = True  # min-max RTN init, no calibration inputs
 
     def __init__(self, name: str, trains: bool):
         self.name, self.trains = name, trains

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from . import methods
+from . import coverage, experts, methods
 from .distill import TokenData, train_student
 from .linears import find_linears, get_module, layer_inputs, linear_weight, set_module
 
@@ -66,16 +66,22 @@ def _frozen_copy(teacher: nn.Module) -> nn.Module:
 
 def build_student(teacher: nn.Module, data: TokenData, cfg: QuantConfig,
                   progress: Progress = _quiet) -> tuple[nn.Module, dict]:
-    """The step-0 quantized student: the method's initialization (PTQ for LC-QAT)."""
+    """The step-0 quantized student: the method's initialization (PTQ for LC-QAT). A method that
+    `splits_experts` first turns the student's fused MoE experts into one linear per expert (same
+    function), so they are quantized too; an expert no calibration token reaches gets empty
+    inputs (such a method does not read them). `info["coverage"]` is what will be quantized."""
     method = methods.get(cfg.method)
-    names = find_linears(teacher)
-    calib = data.calib(cfg.seq_len, cfg.calib_windows, cfg.seed)
-    inputs = layer_inputs(teacher, names, calib)
     student = _frozen_copy(teacher)
-    info: dict = {"layers": len(names)}
+    info: dict = {"unfused_experts": experts.unfuse(student) if method.splits_experts else []}
+    names = find_linears(student)
+    calib = data.calib(cfg.seq_len, cfg.calib_windows, cfg.seed)
+    inputs = layer_inputs(student, names, calib)  # still the teacher's float function
+    info.update(layers=len(names), coverage=coverage.plan(student, names))
+    progress(0, len(names), "init", coverage.describe(info["coverage"]))
     for i, name in enumerate(names):
-        w, bias = linear_weight(get_module(teacher, name))
-        set_module(student, name, method.layer(w, bias, inputs[name], i, cfg))
+        w, bias = linear_weight(get_module(student, name))
+        x = inputs.get(name, w.new_zeros(0, w.shape[1]))
+        set_module(student, name, method.layer(w, bias, x, i, cfg))
         progress(i + 1, len(names), "init", f"{name} {tuple(w.shape)}")
     info.update(method.refine(student, teacher, calib, cfg, progress))
     return student.eval(), info

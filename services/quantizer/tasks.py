@@ -13,7 +13,7 @@ from paperworks.shared.devices import autocast
 from paperworks.shared.errors import InvalidArgument
 from paperworks.shared.tasks.context import JobContext
 
-from . import checkpoint, data, diagnostics, methods, quantize
+from . import checkpoint, coverage, data, diagnostics, methods, quantize
 from .distill import evaluate_lm
 from .spec import EvaluateParams, QuantizeParams
 
@@ -65,12 +65,19 @@ def run_quantize(params: QuantizeParams, ctx: JobContext) -> dict:
     blob, manifest = checkpoint.save(packed, params.method, base)
     model_ref = ctx.put_artifact(data.CHECKPOINT, blob, OCTET)
     manifest_ref = ctx.put_json(data.MANIFEST, manifest)
+    cov = manifest["coverage"]
+    ctx.progress(1, 1, stage="coverage", message=coverage.describe(cov))
     ctx.announce_model(model_ref, f"{params.method} {manifest['bits_per_weight']:g}-bit checkpoint of "
-                       f"model {params.model.label} (manifest {manifest_ref['sha256']})")
+                       f"model {params.model.label} ({coverage.describe(cov)}; "
+                       f"manifest {manifest_ref['sha256']})")
     losses = info["losses"]
     return {"method": params.method, "bits_per_weight": manifest["bits_per_weight"],
             "bits_per_weight_with_scales": manifest["bits_per_weight_with_scales"],
             "bits_per_weight_parts": checkpoint.bits_per_weight(packed)["parts"],
+            "bits_per_block_weight": cov["bits_per_block_weight"],
+            "quantized_fraction": cov["quantized_fraction"], "float_weights": cov["float_weights"],
+            "unfused_experts": len(manifest["unfused_experts"]),
+            **({"warning": manifest["warning"]} if "warning" in manifest else {}),
             "layers": len(manifest["layers"]), "steps": len(losses), "tokens": cfg.tokens,
             "final_loss": losses[-1] if losses else None, "validation": validation,
             "checkpoint_sha256": model_ref["sha256"], "manifest_sha256": manifest_ref["sha256"],
@@ -96,7 +103,10 @@ def run_evaluate(params: EvaluateParams, ctx: JobContext) -> dict:
                                       on_layer=lambda i, n, name: ctx.progress(i, n, "diagnostics", name))
     report = {"quantize_job_id": params.quantize_job_id, "method": manifest["method"],
               "bits_per_weight": manifest["bits_per_weight"],
-              "bits_per_weight_with_scales": manifest["bits_per_weight_with_scales"], **metrics,
+              "bits_per_weight_with_scales": manifest["bits_per_weight_with_scales"],
+              **{k: manifest[k] for k in ("bits_per_block_weight", "quantized_fraction", "warning")
+                 if k in manifest},
+              **metrics,
               "perplexity_ratio": metrics["quantized"]["perplexity"] / metrics["base"]["perplexity"],
               "layers": layers, "layer_mean": diagnostics.summary(layers)}
     ctx.put_json("evaluation.json", report)
