@@ -47,6 +47,11 @@ class Settings(BaseSettings):
         default="",
         description="Comma-separated tenant:token or tenant:sha256:<hex>; empty means dev mode.",
     )
+    # --- service-to-service identity (pipelines) ---
+    internal_token: str = Field(
+        default="", description="The credential services use to call each other for a tenant (the "
+        "pipeline submits its steps with it, naming the tenant in metadata); never a user's token. "
+        "Empty: no internal calls (pipelines are refused when auth tokens are set).")
     grpc_host: str = Field(default="127.0.0.1", description="Address servers bind.")
     grpc_port: int = Field(default=50051, ge=0, le=65535, description="Port a server binds.")
     metrics_port: int = Field(default=0, ge=0, le=65535, description="0 disables /metrics.")
@@ -71,7 +76,26 @@ class Settings(BaseSettings):
         description="A job QUEUED this long, or RUNNING with a lease expired this long, is announced again.",
     )
     relay_interval_s: float = Field(
-        default=0.05, gt=0, description="Outbox poll interval (submits wake the relay at once)."
+        default=0.05, gt=0, description="Outbox poll interval of the relay (in the dispatcher's "
+        "process; a job's start does not wait for it: servers hand jobs to Celery themselves)."
+    )
+    outbox_retention_s: float = Field(
+        default=3600.0, gt=0, description="Outbox rows already published are deleted this long after."
+    )
+    event_retention_days: float = Field(
+        default=0.0, ge=0, description="Events of jobs finished this long ago are deleted but the "
+        "terminal one (WatchJob then replays only the end); 0 keeps them forever."
+    )
+    db_pool_size: int = Field(
+        default=5, ge=1, description="PostgreSQL connections each process keeps open (per engine)."
+    )
+    db_max_overflow: int = Field(
+        default=10, ge=0, description="PostgreSQL connections a process may open beyond the pool "
+        "under bursts. Budget: (pool + overflow) x processes <= the server's or PgBouncer's limit."
+    )
+    db_pgbouncer: bool = Field(
+        default=False, description="Connect through PgBouncer in transaction mode: no session "
+        "settings in the startup packet (set them on the role: ALTER ROLE ... SET), none kept."
     )
     dispatcher_idle_poll_s: float = Field(
         default=0.25, gt=0,

@@ -1,5 +1,5 @@
 """The digest job: params -> digest_chain -> result and artifact, one progress report per step
-(`ctx.progress` throttles its writes to one per 50 ms and always writes the last step)."""
+(`ctx` buffers reports and writes at most one per 50 ms; the newest unwritten one goes with the end)."""
 from __future__ import annotations
 
 from paperworks.services.ops.digest import digest_chain

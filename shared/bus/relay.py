@@ -20,6 +20,7 @@ import threading
 import time
 from datetime import datetime
 
+from paperworks.shared.bus.handoff import Handoff
 from paperworks.shared.bus.nudge import NudgeSender
 from paperworks.shared.config import Settings
 from paperworks.shared.db.engine import Database
@@ -41,6 +42,7 @@ class OutboxRelay:
         self._wake = threading.Event()
         self._probe = None  # created by the relay's own thread, which alone uses it
         self._nudges = NudgeSender(settings, service)
+        self._handoff = Handoff(settings, service)
         self._intake_topic = jobs_topic(service)
 
     def _producer_or_none(self):
@@ -115,11 +117,18 @@ class OutboxRelay:
         return self._probe.changed()
 
     def sweep(self) -> list[str]:
-        """Re-announces stranded jobs (see JobStore.requeue_stranded) and lets expired uploads go."""
+        """Re-announces stranded jobs (see JobStore.requeue_stranded), lets expired uploads go,
+        deletes what the retention settings say is old, and checkpoints SQLite's WAL."""
         self.expire_uploads()
+        outbox, events = JobStore(self.db).prune(self.service, self.settings.outbox_retention_s,
+                                                 self.settings.event_retention_days)
+        if outbox or events:
+            log.info("pruned %d published outbox row(s), %d old event(s)", outbox, events)
+        self.db.checkpoint()
         after = self.settings.requeue_after_s
         stale = max(after, 3 * self.settings.job_lease_s)
-        requeued = JobStore(self.db).requeue_stranded(self.service, after, stale)
+        requeued = JobStore(self.db).requeue_stranded(self.service, after, stale,
+                                                      unhanded=self._handoff.unhanded)
         if requeued:
             log.warning("re-announced %d stranded %s job(s): %s", len(requeued), self.service,
                         ", ".join(requeued[:5]))
@@ -188,3 +197,4 @@ class OutboxRelay:
         self._wake.set()
         self._reset_producer()
         self._nudges.close()
+        self._handoff.close()

@@ -13,13 +13,29 @@ The job path writes through Core connections (`Database.write`): a trivial job
 makes a handful of one-row transactions, and the ORM's unit of work would cost
 more than the database does.
 
+SQLite's busy handler sleeps in fixed steps (1, 2, 5, 10 … 100 ms) and is never
+woken when the lock frees, so under contention a writer waits longer than the
+writer before it took. Writers of the hot path therefore queue on a gate first: a
+thread lock within the process and an exclusive `flock` on `<db>-writer.lock`
+between processes; the kernel wakes the next waiter the moment the gate opens,
+and the busy timeout is left to writers outside the gate (migrations, tools).
+
 PostgreSQL connections get libpq TCP keepalives and a user timeout, and the
 server ends a session left idle inside a transaction: a half-open connection
 (a peer that vanished without a FIN) would otherwise keep its row locks and
 stall every writer behind it. A URL that sets any of these keeps its own value.
+Each process keeps `PAPERWORKS_DB_POOL_SIZE` (+ `DB_MAX_OVERFLOW` in bursts)
+connections; behind PgBouncer in transaction mode (`PAPERWORKS_DB_PGBOUNCER`)
+the idle-in-transaction timeout is the role's (ALTER ROLE ... SET), since the
+startup packet carries no session settings, and statements are never prepared
+on the server.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
@@ -63,9 +79,18 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
         _configure_sqlite(engine)
         return engine
+    from paperworks.shared.config import get_settings
+
+    settings = get_settings()
     given = make_url(url).query
     defaults = {k: v for k, v in POSTGRES_CONNECT_DEFAULTS.items() if k not in given}
-    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10, connect_args=defaults)
+    if settings.db_pgbouncer:
+        # transaction pooling hands each transaction any server connection: no session settings
+        # in the startup packet (the role carries them), no server-side prepared statements
+        defaults.pop("options", None)
+        defaults["prepare_threshold"] = None
+    return create_engine(url, pool_pre_ping=True, pool_size=settings.db_pool_size,
+                         max_overflow=settings.db_max_overflow, connect_args=defaults)
 
 
 @lru_cache(maxsize=8)
@@ -79,6 +104,9 @@ class Database:
     def __init__(self, url: str):
         self.url = url
         self.engine = engine_for(url)
+        database = self.engine.url.database if self.engine.dialect.name == "sqlite" else None
+        self._gate = (WriterGate(f"{database}-writer.lock") if database and database != ":memory:"
+                      else contextlib.nullcontext)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._readers = sessionmaker(
             self.engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False
@@ -93,8 +121,15 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[Connection]:
         """A read-write transaction on a Core connection (commits on exit)."""
-        with self.engine.begin() as conn:
+        with self._gate(), self.engine.begin() as conn:
             yield conn
+
+    def checkpoint(self) -> None:
+        """Moves SQLite's write-ahead log into the database in the background (PASSIVE: waits
+        for no reader or writer), so that commits rarely pay for an automatic checkpoint."""
+        if self.engine.dialect.name == "sqlite":
+            with self.engine.connect() as conn:
+                conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
 
     def commit_probe(self) -> CommitProbe | None:
         """A cheap "did anyone commit?" check, where the database has one (SQLite)."""
@@ -114,6 +149,33 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+class WriterGate:
+    """One writer at a time across threads and processes, waiters woken when it opens.
+
+    `flock` locks belong to an open file description, which a forked child shares with its
+    parent; so each process opens the lock file itself (the pid is checked on entry)."""
+
+    _locks: dict[str, threading.Lock] = {}
+
+    def __init__(self, path: str):
+        self.path = path
+        self._thread_lock = self._locks.setdefault(path, threading.Lock())
+        self._fd: int | None = None
+        self._pid: int | None = None
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self._thread_lock:
+            if self._pid != os.getpid():
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+                self._pid = os.getpid()
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
 
 
 class CommitProbe:

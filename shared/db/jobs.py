@@ -20,6 +20,8 @@ from __future__ import annotations
 import base64
 import json
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -42,7 +44,6 @@ from paperworks.shared.db.models import (
 from paperworks.shared.errors import InvalidArgument, NotFound
 from sqlalchemy import Connection, Row, Table, and_, func, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import IntegrityError
 
 EVENTS_TOPIC = "paperworks.events"
 DLQ_TOPIC = "paperworks.dlq"
@@ -64,12 +65,35 @@ JOB_ARTIFACTS: Table = JobArtifact.__table__
 _SEQ_AND_IDENTITY = (JOBS.c.event_seq, JOBS.c.service, JOBS.c.kind, JOBS.c.tenant)
 
 
+_WRITTEN = "paperworks_events_written"  # Connection.info key: the events of its transaction
+
+
 def jobs_topic(service: str) -> str:
     return f"paperworks.{service}.jobs"
 
 
 class LeaseLost(Exception):
     """This execution no longer owns the job (it finished, or another took over)."""
+
+
+@dataclass(frozen=True)
+class Pending:
+    """An event a running job produced and has not written yet (see JobContext's buffering)."""
+
+    type: str
+    payload: dict
+
+    @classmethod
+    def progress(cls, progress: dict) -> Pending:
+        return cls(PROGRESS, {"progress": progress})
+
+    @classmethod
+    def artifact(cls, ref: dict) -> Pending:
+        return cls(ARTIFACT_ADDED, {"artifact": ref})
+
+    @classmethod
+    def model(cls, artifact: dict, message: str) -> Pending:
+        return cls(MODEL_READY, {"artifact": artifact, "message": message})
 
 
 @dataclass(frozen=True)
@@ -97,8 +121,25 @@ class Gone:
 
 
 class JobStore:
-    def __init__(self, db: Database):
+    def __init__(self, db: Database,
+                 on_events: Callable[[list[tuple[str, str, int]]], None] | None = None):
+        """`on_events((service, job id, seq), ...)` is called after each commit that wrote
+        events (the pushed watches' notice, `paperworks.shared.bus.watch`)."""
         self.db = db
+        self.on_events = on_events
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """A write transaction; after its commit, `on_events` hears which events it wrote."""
+        written: list[tuple[str, str, int]] = []
+        with self.db.write() as conn:
+            conn.info[_WRITTEN] = written
+            try:
+                yield conn
+            finally:
+                conn.info.pop(_WRITTEN, None)
+        if written and self.on_events is not None:
+            self.on_events(written)
 
     # --- intake -----------------------------------------------------------------
 
@@ -109,16 +150,13 @@ class JobStore:
         kind: str,
         params: dict,
         idempotency_key: str | None = None,
+        parent_job_id: str | None = None,
     ) -> tuple[Job, bool]:
         """Writes the QUEUED job, its first event and its outbox row; or finds the keyed job.
 
         The returned Job holds exactly the values the transaction inserted (no read-back).
         """
         key = idempotency_key or None
-        if key:
-            existing = self._find_keyed(tenant, service, key)
-            if existing is not None:
-                return self._check_same_request(existing, kind, params), False
         job_id = f"{service}-{uuid.uuid4().hex}"
         now = utcnow()
         row = {
@@ -126,13 +164,18 @@ class JobStore:
             "params": params, "result": None, "error": None, "idempotency_key": key,
             "progress_fraction": 0.0, "progress_stage": "", "progress_step": 0,
             "progress_total": 0, "progress_message": "", "cancel_requested": False,
-            "attempts": 0, "run_token": None, "heartbeat_at": None, "dispatched_at": None,
+            "attempts": 0, "run_token": None, "heartbeat_at": None,
             "event_seq": 1, "created_at": now, "updated_at": now, "started_at": None,
-            "finished_at": None,
+            "finished_at": None, "parent_job_id": parent_job_id or None,
         }
-        try:
-            with self.db.write() as conn:
-                conn.execute(insert(JOBS), row)
+        with self._write() as conn:
+            # a keyed insert that meets an earlier job with the key inserts nothing (no error,
+            # no second statement): the earlier job is then the answer
+            inserted = conn.execute(
+                _dialect(conn).insert(JOBS).values(row)
+                .on_conflict_do_nothing(index_elements=["tenant", "service", "idempotency_key"])
+                .returning(JOBS.c.id)).first()
+            if inserted is not None:
                 conn.execute(insert(OUTBOX), {
                     "service": service, "topic": jobs_topic(service), "key": job_id,
                     "payload": {"job_id": job_id, "service": service, "kind": kind},
@@ -140,12 +183,9 @@ class JobStore:
                 })
                 self._insert_event(conn, job_id, 1, (service, kind, tenant), STATE_CHANGED,
                                    QUEUED, {}, now)
-        except IntegrityError:
-            # A concurrent submit with the same key won the race.
-            existing = self._find_keyed(tenant, service, key) if key else None
-            if existing is None:
-                raise
-            return self._check_same_request(existing, kind, params), False
+        if inserted is None:
+            return self._check_same_request(self._find_keyed(tenant, service, key), kind,
+                                            params), False
         return Job(**row), True
 
     def _find_keyed(self, tenant: str, service: str, key: str) -> Job | None:
@@ -254,7 +294,7 @@ class JobStore:
     def request_cancel(self, tenant: str, service: str, job_id: str) -> Job:
         """QUEUED jobs end CANCELLED now; RUNNING jobs are asked to stop at their next step."""
         self.get(tenant, service, job_id)
-        with self.db.write() as conn:
+        with self._write() as conn:
             if not self._cas(conn, job_id, (QUEUED,), CANCELLED, {"finished_at": utcnow()}):
                 row = conn.execute(
                     update(JOBS)
@@ -279,7 +319,7 @@ class JobStore:
         token = uuid.uuid4().hex
         now = utcnow()
         stale = now - timedelta(seconds=lease_s)
-        with self.db.write() as conn:
+        with self._write() as conn:
             row = conn.execute(
                 update(JOBS)
                 .where(
@@ -324,12 +364,8 @@ class JobStore:
             age = (now - _aware(job.heartbeat_at)).total_seconds() if job.heartbeat_at else 0
             return Busy(retry_in=max(0.2, lease_s - age))
 
-    def mark_dispatched(self, job_id: str) -> None:
-        with self.db.write() as conn:
-            conn.execute(update(JOBS).where(JOBS.c.id == job_id).values(dispatched_at=utcnow()))
-
     def heartbeat(self, job_id: str, token: str) -> bool:
-        with self.db.write() as conn:
+        with self._write() as conn:
             result = conn.execute(
                 update(JOBS)
                 .where(JOBS.c.id == job_id, JOBS.c.run_token == token, JOBS.c.state == RUNNING)
@@ -339,65 +375,74 @@ class JobStore:
 
     def report_progress(self, job_id: str, token: str, progress: dict) -> bool:
         """Records progress; returns whether cancellation was requested. LeaseLost if not owner."""
-        now = utcnow()
-        with self.db.write() as conn:
-            row = conn.execute(
-                update(JOBS)
-                .where(JOBS.c.id == job_id, JOBS.c.run_token == token, JOBS.c.state == RUNNING)
-                .values(
-                    progress_fraction=progress.get("fraction", 0.0),
-                    progress_stage=progress.get("stage", ""),
-                    progress_step=progress.get("step", 0),
-                    progress_total=progress.get("total_steps", 0),
-                    progress_message=progress.get("message", ""),
-                    heartbeat_at=now,
-                    updated_at=now,
-                    event_seq=JOBS.c.event_seq + 1,
-                )
-                .returning(*_SEQ_AND_IDENTITY, JOBS.c.cancel_requested)
-            ).first()
-            if row is None:
-                raise LeaseLost(job_id)
-            self._insert_event(conn, job_id, row[0], row[1:4], PROGRESS, RUNNING,
-                               {"progress": progress}, now)
-            return bool(row[4])
+        return self.record(job_id, token, [Pending.progress(progress)])
 
     def attach_artifact(
         self, job_id: str, token: str, name: str, sha256: str, media_type: str, size: int
     ) -> None:
-        now = utcnow()
-        with self.db.write() as conn:
-            row = self._next_seq_under_lease(conn, job_id, token, now)
-            dialect = _dialect(conn)
-            conn.execute(dialect.insert(ARTIFACTS)
-                         .values(sha256=sha256, size_bytes=size, created_at=now)
-                         .on_conflict_do_nothing())
-            # a takeover re-produces the same name: the last execution's bytes win
-            conn.execute(dialect.insert(JOB_ARTIFACTS)
-                         .values(job_id=job_id, name=name, sha256=sha256, media_type=media_type,
-                                 size_bytes=size)
-                         .on_conflict_do_update(
-                             index_elements=["job_id", "name"],
-                             set_={"sha256": sha256, "media_type": media_type, "size_bytes": size}))
-            ref = {"sha256": sha256, "name": name, "media_type": media_type, "size_bytes": size}
-            self._insert_event(conn, job_id, row[0], row[1:], ARTIFACT_ADDED, RUNNING,
-                               {"artifact": ref}, now)
+        self.record(job_id, token, [Pending.artifact(
+            {"sha256": sha256, "name": name, "media_type": media_type, "size_bytes": size})])
 
     def announce_model(self, job_id: str, token: str, artifact: dict, message: str) -> None:
         """Appends a MODEL_READY event naming an artifact this job already attached, so other
         services can pick the model up from `paperworks.events` by its type."""
+        self.record(job_id, token, [Pending.model(artifact, message)])
+
+    def record(self, job_id: str, token: str, pending: list[Pending]) -> bool:
+        """Writes a running job's buffered events (progress, artifacts, announced models) in one
+        transaction, numbered in order; returns whether cancellation was requested. LeaseLost
+        if `token` no longer holds the lease: nothing is written then."""
+        with self._write() as conn:
+            return self._record(conn, job_id, token, pending)
+
+    def _record(self, conn: Connection, job_id: str, token: str, pending: list[Pending]) -> bool:
         now = utcnow()
-        with self.db.write() as conn:
-            row = self._next_seq_under_lease(conn, job_id, token, now)
-            attached = conn.execute(
-                select(JOB_ARTIFACTS.c.sha256)
-                .where(JOB_ARTIFACTS.c.job_id == job_id, JOB_ARTIFACTS.c.name == artifact["name"])
-            ).scalar()
-            if attached != artifact["sha256"]:
-                raise ValueError(f"job {job_id} has no artifact {artifact['name']} "
-                                 f"with sha256 {artifact['sha256']} to announce")
-            self._insert_event(conn, job_id, row[0], row[1:], MODEL_READY, RUNNING,
-                               {"artifact": artifact, "message": message}, now)
+        values = {"heartbeat_at": now, "updated_at": now,
+                  "event_seq": JOBS.c.event_seq + len(pending)}
+        progress = next((p.payload["progress"] for p in reversed(pending)
+                         if p.type == PROGRESS), None)
+        if progress is not None:
+            values.update(
+                progress_fraction=progress.get("fraction", 0.0),
+                progress_stage=progress.get("stage", ""),
+                progress_step=progress.get("step", 0),
+                progress_total=progress.get("total_steps", 0),
+                progress_message=progress.get("message", ""),
+            )
+        row = conn.execute(
+            update(JOBS)
+            .where(JOBS.c.id == job_id, JOBS.c.run_token == token, JOBS.c.state == RUNNING)
+            .values(**values)
+            .returning(*_SEQ_AND_IDENTITY, JOBS.c.cancel_requested)
+        ).first()
+        if row is None:
+            raise LeaseLost(job_id)
+        first_seq = row[0] - len(pending) + 1
+        dialect = _dialect(conn)
+        for seq, p in enumerate(pending, start=first_seq):
+            if p.type == ARTIFACT_ADDED:
+                ref = p.payload["artifact"]
+                conn.execute(dialect.insert(ARTIFACTS)
+                             .values(sha256=ref["sha256"], size_bytes=ref["size_bytes"],
+                                     created_at=now)
+                             .on_conflict_do_nothing())
+                # a takeover re-produces the same name: the last execution's bytes win
+                kept = {k: ref[k] for k in ("sha256", "media_type", "size_bytes")}
+                conn.execute(dialect.insert(JOB_ARTIFACTS)
+                             .values(job_id=job_id, name=ref["name"], **kept)
+                             .on_conflict_do_update(index_elements=["job_id", "name"], set_=kept))
+            elif p.type == MODEL_READY:
+                artifact = p.payload["artifact"]
+                attached = conn.execute(
+                    select(JOB_ARTIFACTS.c.sha256)
+                    .where(JOB_ARTIFACTS.c.job_id == job_id,
+                           JOB_ARTIFACTS.c.name == artifact["name"])
+                ).scalar()
+                if attached != artifact["sha256"]:
+                    raise ValueError(f"job {job_id} has no artifact {artifact['name']} "
+                                     f"with sha256 {artifact['sha256']} to announce")
+            self._insert_event(conn, job_id, seq, row[1:4], p.type, RUNNING, p.payload, now)
+        return bool(row[4])
 
     def finish(
         self,
@@ -406,10 +451,17 @@ class JobStore:
         state: str,
         result: dict | None = None,
         error: dict | None = None,
+        pending: list[Pending] = (),
     ) -> bool:
-        """The one write that ends an execution; only the lease holder's succeeds."""
+        """The one write that ends an execution, with the execution's buffered events before
+        its end; only the lease holder's succeeds."""
         assert state in TERMINAL_STATES
-        with self.db.write() as conn:
+        with self._write() as conn:
+            if pending:
+                try:
+                    self._record(conn, job_id, token, list(pending))
+                except LeaseLost:
+                    return False
             values = {"finished_at": utcnow(), "run_token": None, "result": result, "error": error}
             if state == SUCCEEDED:
                 values.update(progress_fraction=1.0)
@@ -417,7 +469,7 @@ class JobStore:
 
     def release(self, job_id: str, token: str, message: str) -> bool:
         """Gives up the lease so a retry can take over at once (transient failure)."""
-        with self.db.write() as conn:
+        with self._write() as conn:
             row = conn.execute(
                 update(JOBS)
                 .where(JOBS.c.id == job_id, JOBS.c.run_token == token, JOBS.c.state == RUNNING)
@@ -437,34 +489,39 @@ class JobStore:
 
     def fail_unclaimed(self, job_id: str, error: dict) -> bool:
         """Fails a job no execution owns (e.g. its kind is unknown to the worker)."""
-        with self.db.write() as conn:
+        with self._write() as conn:
             return self._cas(
                 conn, job_id, (QUEUED, RUNNING), FAILED, {"finished_at": utcnow(), "error": error}
             )
 
     # --- recovery -----------------------------------------------------------------
 
-    def requeue_stranded(self, service: str, queued_for_s: float, stale_lease_s: float) -> list[str]:
-        """Announces again the jobs whose intake may have been lost, and returns their ids.
+    def requeue_stranded(self, service: str, queued_for_s: float, stale_lease_s: float,
+                         unhanded: Callable[[list[str]], list[str]] = list) -> list[str]:
+        """Announces again the jobs whose task may have been lost, and returns their ids.
 
-        A QUEUED job never handed to Celery after `queued_for_s` (its Kafka message died
-        with an in-memory broker), or a RUNNING job whose owner stopped heartbeating
-        `stale_lease_s` ago (its task was lost after a hard kill), gets a fresh intake
-        outbox row. A duplicate delivery is harmless: the claim is a compare-and-set.
+        A QUEUED job waiting `queued_for_s` that no live hand-off covers (`unhanded` picks
+        those: its task died with a Redis that restarted, or its intake record with an
+        in-memory Kafka), or a RUNNING job whose owner stopped heartbeating `stale_lease_s`
+        ago (its task was lost after a hard kill), gets a fresh intake outbox row marked
+        `requeued`, which the dispatcher hands over even if it was handed before. A duplicate
+        delivery is harmless: the claim is a compare-and-set.
         """
         now = utcnow()
-        waiting = and_(JOBS.c.state == QUEUED, JOBS.c.dispatched_at.is_(None),
+        waiting = and_(JOBS.c.state == QUEUED,
                        JOBS.c.updated_at < now - timedelta(seconds=queued_for_s))
         stale = and_(JOBS.c.state == RUNNING,
                      JOBS.c.heartbeat_at < now - timedelta(seconds=stale_lease_s),
                      JOBS.c.updated_at < now - timedelta(seconds=stale_lease_s))
-        query = (select(JOBS.c.id, JOBS.c.kind)
-                 .where(JOBS.c.service == service, or_(waiting, stale)).limit(500))
-        with self.db.write() as conn:
-            if self.db.engine.dialect.name == "postgresql":
-                query = query.with_for_update(skip_locked=True)
-            rows = list(conn.execute(query))
-            if rows:
+        with self.db.read_rows() as conn:
+            rows = list(conn.execute(select(JOBS.c.id, JOBS.c.kind, JOBS.c.state)
+                                     .where(JOBS.c.service == service, or_(waiting, stale))
+                                     .limit(500)))
+        queued = set(unhanded([job_id for job_id, _, state in rows if state == QUEUED]))
+        rows = [(job_id, kind) for job_id, kind, state in rows
+                if state == RUNNING or job_id in queued]
+        if rows:
+            with self._write() as conn:
                 conn.execute(insert(OUTBOX), [
                     {"service": service, "topic": jobs_topic(service), "key": job_id,
                      "payload": {"job_id": job_id, "service": service, "kind": kind,
@@ -474,6 +531,26 @@ class JobStore:
                 conn.execute(update(JOBS).where(JOBS.c.id.in_([r[0] for r in rows]))
                              .values(updated_at=now))
         return [r[0] for r in rows]
+
+    def prune(self, service: str, sent_before_s: float, finished_before_days: float) -> tuple[int, int]:
+        """Deletes the service's outbox rows published `sent_before_s` ago and, when
+        `finished_before_days` > 0, the events of its jobs finished that long ago but the last
+        (the terminal state change, so WatchJob still ends; the job row, its result and artifacts
+        stay). Returns (outbox rows, events) deleted."""
+        now = utcnow()
+        with self._write() as conn:
+            outbox = conn.execute(OUTBOX.delete().where(
+                OUTBOX.c.service == service,
+                OUTBOX.c.sent_at < now - timedelta(seconds=sent_before_s))).rowcount
+            events = 0
+            if finished_before_days > 0:
+                old = (select(JOBS.c.id)
+                       .where(JOBS.c.service == service, JOBS.c.state.in_(TERMINAL_STATES),
+                              JOBS.c.finished_at < now - timedelta(days=finished_before_days)))
+                last = select(JOBS.c.event_seq).where(JOBS.c.id == EVENTS.c.job_id).scalar_subquery()
+                events = conn.execute(EVENTS.delete().where(
+                    EVENTS.c.job_id.in_(old), EVENTS.c.seq < last)).rowcount
+        return outbox, events
 
     # --- internals --------------------------------------------------------------
 
@@ -502,25 +579,12 @@ class JobStore:
         return True
 
     @staticmethod
-    def _next_seq_under_lease(conn: Connection, job_id: str, token: str, now: datetime) -> Row:
-        """Takes the job's next event number if `token` still holds its lease: (seq, service, kind,
-        tenant); LeaseLost otherwise."""
-        row = conn.execute(
-            update(JOBS)
-            .where(JOBS.c.id == job_id, JOBS.c.run_token == token, JOBS.c.state == RUNNING)
-            .values(event_seq=JOBS.c.event_seq + 1, updated_at=now)
-            .returning(*_SEQ_AND_IDENTITY)
-        ).first()
-        if row is None:
-            raise LeaseLost(job_id)
-        return row
-
-    @staticmethod
     def _insert_event(conn: Connection, job_id: str, seq: int, identity: tuple[str, str, str],
                       type_: str, state: str, payload: dict, now: datetime | None = None) -> None:
         """Appends event `seq` (taken by the caller's guarded update) and its outbox row."""
         now = now or utcnow()
         service, kind, tenant = identity
+        conn.info.get(_WRITTEN, []).append((service, job_id, seq))
         conn.execute(insert(EVENTS), {"job_id": job_id, "seq": seq, "type": type_,
                                       "state": state, "payload": payload, "created_at": now})
         conn.execute(insert(OUTBOX), {

@@ -52,6 +52,7 @@ class Job(Base):
         UniqueConstraint("tenant", "service", "idempotency_key", name="uq_jobs_idempotency"),
         Index("ix_jobs_tenant_service_created", "tenant", "service", "created_at"),
         Index("ix_jobs_state", "state"),
+        Index("ix_jobs_parent", "parent_job_id"),
     )
 
     id: Mapped[str] = mapped_column(String(96), primary_key=True)
@@ -72,12 +73,13 @@ class Job(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     run_token: Mapped[str | None] = mapped_column(String(32), nullable=True)
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    dispatched_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     event_seq: Mapped[int] = mapped_column(BigInteger, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # the pipeline job this job is a step of; set only for submits made with the internal credential
+    parent_job_id: Mapped[str | None] = mapped_column(String(96), nullable=True)
 
 
 class JobEvent(Base):

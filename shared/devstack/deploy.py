@@ -24,8 +24,13 @@ METRICS_PORT = 9100
 
 COMMON_ENV = {
     # connect_timeout: a database that stops answering costs a call UNAVAILABLE after 5 s, never a hang
+    # every process reaches PostgreSQL through PgBouncer in transaction mode: connections are
+    # budgeted there (POOL_SIZE per database), not per process (docs/scaling.md)
     "PAPERWORKS_DATABASE_URL": (
-        "postgresql+psycopg://paperworks:paperworks@postgres:5432/paperworks?connect_timeout=5"),
+        "postgresql+psycopg://paperworks:paperworks@pgbouncer:6432/paperworks?connect_timeout=5"),
+    "PAPERWORKS_DB_PGBOUNCER": "true",
+    "PAPERWORKS_DB_POOL_SIZE": "4",
+    "PAPERWORKS_DB_MAX_OVERFLOW": "4",
     "PAPERWORKS_KAFKA_BOOTSTRAP_SERVERS": "kafka:9092",
     "PAPERWORKS_KAFKA_PARTITIONS": "4",
     "PAPERWORKS_CELERY_BROKER_URL": "redis://redis:6379/0",
@@ -40,6 +45,20 @@ COMMON_ENV = {
     "PAPERWORKS_METRICS_PORT": str(METRICS_PORT),
     "PAPERWORKS_LOG_LEVEL": "INFO",
 }
+
+
+# migrations take session-level locks: they talk to PostgreSQL itself, not through the pooler
+DIRECT_DATABASE_URL = "postgresql+psycopg://paperworks:paperworks@postgres:5432/paperworks?connect_timeout=5"
+PGBOUNCER_IMAGE = "edoburu/pgbouncer:v1.23.1-p2"
+PGBOUNCER_ENV = {
+    "DB_HOST": "postgres", "DB_PORT": "5432", "DB_USER": "paperworks", "DB_PASSWORD": "paperworks",
+    "DB_NAME": "paperworks", "LISTEN_PORT": "6432", "POOL_MODE": "transaction",
+    "AUTH_TYPE": "scram-sha-256", "MAX_CLIENT_CONN": "4000", "DEFAULT_POOL_SIZE": "60",
+    "SERVER_RESET_QUERY": "", "IGNORE_STARTUP_PARAMETERS": "extra_float_digits",
+}
+# session settings live on the server, since the pooler's clients send none
+POSTGRES_COMMAND = ["postgres", "-c", "idle_in_transaction_session_timeout=60000",
+                    "-c", "max_connections=200"]
 
 
 def host_ports() -> dict[str, int]:
@@ -77,8 +96,13 @@ def compose() -> dict:
     s3_credentials = {"AWS_ACCESS_KEY_ID": "${PAPERWORKS_S3_ACCESS_KEY:-paperworks}",
                       "AWS_SECRET_ACCESS_KEY": "${PAPERWORKS_S3_SECRET_KEY:-paperworks-secret}"}
     env = {**COMMON_ENV, **s3_credentials,
-           "PAPERWORKS_AUTH_TOKENS": "${PAPERWORKS_AUTH_TOKENS:?set tenant:token pairs}"}
+           "PAPERWORKS_AUTH_TOKENS": "${PAPERWORKS_AUTH_TOKENS:?set tenant:token pairs}",
+           # services calling each other for a tenant (pipelines): the credential and the addresses
+           "PAPERWORKS_INTERNAL_TOKEN": "${PAPERWORKS_INTERNAL_TOKEN:?set the services' internal "
+                                        "credential}",
+           "PAPERWORKS_ENDPOINTS": ",".join(f"{n}={n}-server:{GRPC_PORT}" for n in host_ports())}
     after_migrate = {"migrate": {"condition": "service_completed_successfully"},
+                     "pgbouncer": {"condition": "service_healthy"},
                      "minio-bucket": {"condition": "service_completed_successfully"}}
     out: dict = {
         "name": "paperworks",
@@ -105,10 +129,18 @@ def compose() -> dict:
             },
             "postgres": {
                 "image": "postgres:16.6",
+                "command": POSTGRES_COMMAND,
                 "environment": {"POSTGRES_USER": "paperworks", "POSTGRES_PASSWORD": "paperworks",
                                 "POSTGRES_DB": "paperworks"},
                 "volumes": ["pgdata:/var/lib/postgresql/data"],
                 "healthcheck": {"test": ["CMD", "pg_isready", "-U", "paperworks"],
+                                "interval": "5s", "timeout": "5s", "retries": 10},
+            },
+            "pgbouncer": {
+                "image": PGBOUNCER_IMAGE,
+                "environment": PGBOUNCER_ENV,
+                "depends_on": {"postgres": {"condition": "service_healthy"}},
+                "healthcheck": {"test": ["CMD", "pg_isready", "-h", "127.0.0.1", "-p", "6432"],
                                 "interval": "5s", "timeout": "5s", "retries": 10},
             },
             "redis": {
@@ -141,7 +173,7 @@ def compose() -> dict:
                 "build": {"context": ".", "dockerfile": "infra/docker/Dockerfile",
                           "target": "cpu"},
                 "command": ["paperworks", "migrate"],
-                "environment": env,
+                "environment": {**env, "PAPERWORKS_DATABASE_URL": DIRECT_DATABASE_URL},
                 "depends_on": {"postgres": {"condition": "service_healthy"},
                                "kafka": {"condition": "service_healthy"}},
                 "restart": "on-failure",
@@ -293,7 +325,8 @@ def k8s(name: str) -> list[dict]:
 
 
 def k8s_config() -> list[dict]:
-    config = {k: v for k, v in COMMON_ENV.items()}
+    config = {**COMMON_ENV,
+              "PAPERWORKS_ENDPOINTS": ",".join(f"{n}={n}:{GRPC_PORT}" for n in host_ports())}
     return [
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "paperworks-config"},
          "data": config},
@@ -302,14 +335,29 @@ def k8s_config() -> list[dict]:
          "stringData": {"PAPERWORKS_AUTH_TOKENS": "tenant:sha256:<hex of the tenant's token>",
                         "AWS_ACCESS_KEY_ID": "<access key of the artifact bucket>",
                         "AWS_SECRET_ACCESS_KEY": "<secret key of the artifact bucket>",
-                        "PAPERWORKS_CONSOLE_SECRET": "<random text signing the web console's sessions>"}},
+                        "PAPERWORKS_CONSOLE_SECRET": "<random text signing the web console's sessions>",
+                        "PAPERWORKS_INTERNAL_TOKEN": "<random text: the credential services call "
+                                                     "each other with for a tenant>"}},
         {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "paperworks-migrate"},
          "spec": {"backoffLimit": 10, "template": {"spec": {
              "restartPolicy": "OnFailure",
              "containers": [{"name": "migrate", "image": IMAGE_CPU,
                              "command": ["paperworks", "migrate"],
+                             "env": [{"name": "PAPERWORKS_DATABASE_URL",
+                                      "value": DIRECT_DATABASE_URL}],
                              "envFrom": [{"configMapRef": {"name": "paperworks-config"}},
                                          {"secretRef": {"name": "paperworks-secrets"}}]}]}}}},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "pgbouncer"},
+         "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "pgbouncer"}},
+                  "template": {"metadata": {"labels": {"app": "pgbouncer"}}, "spec": {
+                      "containers": [{
+                          "name": "pgbouncer", "image": PGBOUNCER_IMAGE,
+                          "env": [{"name": k, "value": v} for k, v in PGBOUNCER_ENV.items()],
+                          "ports": [{"containerPort": 6432}],
+                          "readinessProbe": {"tcpSocket": {"port": 6432}, "periodSeconds": 5},
+                      }]}}}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "pgbouncer"},
+         "spec": {"selector": {"app": "pgbouncer"}, "ports": [{"port": 6432, "targetPort": 6432}]}},
     ]
 
 

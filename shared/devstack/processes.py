@@ -1,12 +1,14 @@
 """The long-running processes a service is made of: server, dispatcher, worker.
 
 Each is started by `paperworks serve|dispatch|work SERVICE` (the containers'
-commands, and what `paperworks up` launches). Each writes a readiness file
-under the state dir once it can take work, for `paperworks status` and tests.
+commands, and what `paperworks up` launches; there one `dispatch` process serves
+every service). Each writes a readiness file under the state dir once it can
+take work, for `paperworks status` and tests.
 """
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
@@ -38,27 +40,45 @@ def device_file(settings: Settings, component: str) -> Path:
     return settings.state_dir / "run" / f"{component}.device.json"
 
 
-def publish_device(settings: Settings, component: str, ops, on_report=None) -> None:
+def publish_device(settings: Settings, component: str, ops, on_report=None,
+                   separate_process: bool = False) -> None:
     """In the background (a first kernel build takes a while): writes where this process runs
-    methods and which kernel backend each op uses, or why none can, for `paperworks status`."""
-    import json
+    methods and which kernel backend each op uses, or why none can, for `paperworks status`.
+    `separate_process`: a short-lived child works it out (a Celery worker's parent then never
+    imports torch, and its task processes, forked from it, import it with their first job;
+    the kernels it built stay in the on-disk cache for them)."""
     import threading
 
-    from paperworks.shared.devices import device_report
-
     def run():
-        try:
-            report = device_report(ops)
-            if on_report is not None:
-                on_report(report)
-        except Exception as exc:  # noqa: BLE001 - shown by `paperworks status`, logged here
-            logging.getLogger(__name__).error("%s: kernels unavailable: %s", component, exc)
-            report = {"error": str(exc)[:500]}
-        path = device_file(settings, component)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(report))
+        if separate_process:
+            import subprocess
+            import sys
+
+            code = ("import sys, json; from paperworks.shared.devstack.processes import "
+                    "write_device_report as w; w(sys.argv[1], json.loads(sys.argv[2]))")
+            subprocess.run([sys.executable, "-c", code, component, json.dumps(list(ops))],
+                           check=False)
+        else:
+            write_device_report(component, ops, on_report, settings)
 
     threading.Thread(target=run, name="device-report", daemon=True).start()
+
+
+def write_device_report(component: str, ops, on_report=None, settings: Settings | None = None):
+    from paperworks.shared.config import get_settings
+    from paperworks.shared.devices import device_report
+
+    settings = settings or get_settings()
+    try:
+        report = device_report(ops)
+        if on_report is not None:
+            on_report(report)
+    except Exception as exc:  # noqa: BLE001 - shown by `paperworks status`, logged here
+        logging.getLogger(__name__).error("%s: kernels unavailable: %s", component, exc)
+        report = {"error": str(exc)[:500]}
+    path = device_file(settings, component)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report))
 
 
 def serve(settings: Settings, name: str) -> None:
@@ -68,21 +88,23 @@ def serve(settings: Settings, name: str) -> None:
     spec = service(name)
 
     async def main():
-        srv, port, rt, health_servicer = await server.build_server(settings, spec)
-        from paperworks.shared.bus.relay import OutboxRelay
+        from paperworks.shared.rpc.metrics import publish_kernels
 
-        relay = OutboxRelay(settings, rt.db, spec.name)
-        relay.start()
-        rt.on_submitted = relay.notify
+        def servicer_built():  # where its methods run, once the first call loaded them
+            publish_device(settings, f"{name}.server", spec.kernel_ops,
+                           on_report=lambda report: publish_kernels(spec.name, report))
+
+        srv, port, rt, health_servicer = await server.build_server(
+            settings, spec, on_servicer_built=servicer_built)
+        from paperworks.shared.bus.handoff import SubmitHandoff
+
+        handoff = SubmitHandoff(settings, spec.name)
+        rt.on_submitted = handoff.notify
         if settings.metrics_port:
             from prometheus_client import start_http_server
 
             start_http_server(settings.metrics_port, addr=settings.grpc_host)
         await srv.start()
-        from paperworks.shared.rpc.metrics import publish_kernels
-
-        publish_device(settings, f"{name}.server", spec.kernel_ops,
-                       on_report=lambda report: publish_kernels(spec.name, report))
         mark_ready(settings, f"{name}.server")
         logging.getLogger(__name__).info("%s serving on port %d", name, port)
         stop = asyncio.Event()
@@ -92,19 +114,53 @@ def serve(settings: Settings, name: str) -> None:
         await stop.wait()
         await health_servicer.enter_graceful_shutdown()
         await srv.stop(server.DRAIN_GRACE_S)
-        relay.stop()
+        handoff.stop()
 
     asyncio.run(main())
 
 
-def dispatch(settings: Settings, name: str) -> None:
-    from paperworks.shared.bus.dispatcher import Dispatcher
+def dispatch(settings: Settings, names: list[str]) -> None:
+    """The dispatcher and the outbox relay of each named service, one thread each, in this
+    process (a container runs one service's; the embedded stack runs every service's)."""
+    import threading
 
-    setup_logging(settings, f"{name}.dispatcher")
-    dispatcher = Dispatcher(settings, name)
-    signal.signal(signal.SIGTERM, lambda *_: dispatcher.stop())
-    dispatcher.on_assigned = lambda: mark_ready(settings, f"{name}.dispatcher")
-    dispatcher.run()
+    from paperworks.shared.bus.dispatcher import Dispatcher
+    from paperworks.shared.bus.relay import OutboxRelay
+    from paperworks.shared.db.engine import Database
+
+    component = "dispatcher"
+    setup_logging(settings, component)
+    db = Database(settings.sqlalchemy_url)
+    relays = [OutboxRelay(settings, db, name) for name in names]
+    dispatchers = [Dispatcher(settings, name) for name in names]
+    assigned = set()
+    lock = threading.Lock()
+
+    def on_assigned(name):
+        with lock:
+            assigned.add(name)
+            if len(assigned) == len(names):
+                mark_ready(settings, component)
+
+    for d in dispatchers:
+        d.on_assigned = lambda name=d.spec.name: on_assigned(name)
+
+    def stop(*_):
+        for d in dispatchers:
+            d.stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    for relay in relays:
+        relay.start()
+    threads = [threading.Thread(target=d.run, name=f"dispatcher-{d.spec.name}", daemon=True)
+               for d in dispatchers]
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads):  # the main thread stays free for signals
+        for t in threads:
+            t.join(timeout=0.5)
+    for relay in relays:
+        relay.stop()
 
 
 def work(settings: Settings, name: str) -> None:
@@ -116,7 +172,7 @@ def work(settings: Settings, name: str) -> None:
 
     @worker_ready.connect(weak=False)
     def _ready(**_):
-        publish_device(settings, f"{name}.worker", service(name).kernel_ops)
+        publish_device(settings, f"{name}.worker", service(name).kernel_ops, separate_process=True)
         mark_ready(settings, f"{name}.worker")
 
     app.worker_main(

@@ -150,6 +150,8 @@ class EmbeddedStack:
             env["PAPERWORKS_AUTH_TOKENS"] = f"local:{token}"
         else:
             token = env.get("PAPERWORKS_TOKEN", "")
+        # the credential services call each other with for a tenant (pipelines); never a user's
+        env.setdefault("PAPERWORKS_INTERNAL_TOKEN", secrets.token_urlsafe(24))
         state = StackState(token=token, env=env)
         run = [sys.executable, "-m", "paperworks.shared.sdk.cli"]
         if not self.environ.get("PAPERWORKS_KAFKA_BOOTSTRAP_SERVERS"):
@@ -174,13 +176,15 @@ class EmbeddedStack:
             port = self._port(offset)
             state.components[f"{name}.server"] = Component(
                 f"{name}.server", run + ["serve", name], port, ready_check="file")
-            state.components[f"{name}.dispatcher"] = Component(
-                f"{name}.dispatcher", run + ["dispatch", name], ready_check="file")
             state.components[f"{name}.worker"] = Component(
                 f"{name}.worker", run + ["work", name], ready_check="file")
             state.services[name] = {"host": "127.0.0.1", "port": port,
                                     "metrics_port": free_port() if self.base_port is None
                                     else self._port(200 + offset)}
+        # one process dispatches and relays for every service (each is a thread there; ~100 MB
+        # instead of one such process per service)
+        state.components["dispatcher"] = Component(
+            "dispatcher", run + ["dispatch", *self.services], ready_check="file")
         if console_available():
             port = self._port(CONSOLE_OFFSET)
             state.components["console"] = Component(

@@ -3,6 +3,12 @@
 The interceptor rejects calls without a valid token (UNAUTHENTICATED) before
 any handler runs; handlers ask `tenant_of(context)` whose jobs they may touch.
 Health checks and reflection stay open so orchestrators can probe.
+
+Service-to-service calls (a pipeline submitting its steps) present the operator's internal
+credential (`PAPERWORKS_INTERNAL_TOKEN`) and name the tenant they act for in the
+`x-paperworks-tenant` header, and the pipeline job in `x-paperworks-parent-job`. Both headers are
+honoured only with that credential: a tenant's own token never reaches another tenant, and no
+user's token is ever stored to make such calls.
 """
 from __future__ import annotations
 
@@ -17,6 +23,9 @@ log = logging.getLogger(__name__)
 
 OPEN_PREFIXES = ("/grpc.health.v1.", "/grpc.reflection.")
 DEV_TENANT = "default"
+TENANT_HEADER = "x-paperworks-tenant"
+PARENT_HEADER = "x-paperworks-parent-job"
+MAX_HEADER_VALUE = 128
 
 
 def hash_token(token: str) -> str:
@@ -24,8 +33,10 @@ def hash_token(token: str) -> str:
 
 
 class Authenticator:
-    def __init__(self, spec: str):
-        """`spec`: comma-separated `tenant:token` or `tenant:sha256:<hex>`; empty = dev mode."""
+    def __init__(self, spec: str, internal_token: str = ""):
+        """`spec`: comma-separated `tenant:token` or `tenant:sha256:<hex>`; empty = dev mode.
+        `internal_token`: the services' own credential (empty: no internal calls)."""
+        self.internal_hash = hash_token(internal_token) if internal_token else ""
         self.by_hash: dict[str, str] = {}
         for entry in filter(None, (e.strip() for e in spec.split(","))):
             tenant, sep, secret = entry.partition(":")
@@ -40,7 +51,31 @@ class Authenticator:
     def enabled(self) -> bool:
         return bool(self.by_hash)
 
+    def _bearer_hash(self, metadata) -> str | None:
+        for key, value in metadata or ():
+            if key == "authorization" and value.lower().startswith("bearer "):
+                return hash_token(value[7:].strip())
+        return None
+
+    def _header(self, metadata, name: str) -> str:
+        return next((v for k, v in metadata or () if k == name and isinstance(v, str)), "")
+
+    def is_internal(self, metadata) -> bool:
+        """Whether the call carries the internal credential."""
+        digest = self._bearer_hash(metadata)
+        return bool(self.internal_hash and digest and hmac.compare_digest(self.internal_hash, digest))
+
+    def parent_for(self, metadata) -> str | None:
+        """The pipeline job an internal call submits a step of; None for any other call."""
+        if not self.is_internal(metadata):
+            return None
+        parent = self._header(metadata, PARENT_HEADER)
+        return parent if 0 < len(parent) <= MAX_HEADER_VALUE else None
+
     def tenant_for(self, metadata) -> str | None:
+        if self.internal_hash and self.is_internal(metadata):
+            tenant = self._header(metadata, TENANT_HEADER)  # an internal call names its tenant
+            return tenant if 0 < len(tenant) <= MAX_HEADER_VALUE else None
         if not self.enabled:
             return DEV_TENANT
         for key, value in metadata or ():
@@ -56,6 +91,9 @@ class Authenticator:
         if tenant is None:  # the interceptor already rejected this call
             raise Unauthenticated("unauthenticated call reached a handler")
         return tenant
+
+    def parent_of(self, context: grpc.aio.ServicerContext) -> str | None:
+        return self.parent_for(context.invocation_metadata())
 
 
 class AuthInterceptor(grpc.aio.ServerInterceptor):

@@ -78,6 +78,7 @@ def job_message(job: Job, artifacts: list[JobArtifact] = ()) -> jobs_pb2.Job:
         update_time=timestamp(job.updated_at),
         start_time=timestamp(job.started_at),
         end_time=timestamp(job.finished_at),
+        parent_job_id=job.parent_job_id or "",  # the pipeline job it is a step of
     )
 
 

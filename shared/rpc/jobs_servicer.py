@@ -4,16 +4,17 @@ A tenant sees only its own jobs; anything else is NOT_FOUND, never a hint that
 the job exists. WatchJob replays the history from the database, then follows
 new events until the terminal state change.
 
-On SQLite a WatchJob stream re-reads its events only after some process
-committed (`CommitFeed`); elsewhere it polls, fast while the job is active.
+A WatchJob stream re-reads its job's events when the process that committed
+them says so on Redis (`paperworks.shared.bus.watch`), or after a slow fallback
+interval; while Redis is unreachable it polls, fast while the job is active.
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 
-from paperworks.shared.db.engine import CommitProbe
+from google.protobuf import json_format
+from paperworks.shared.bus.watch import WatchHub
 from paperworks.shared.db.models import TERMINAL_STATES
 from paperworks.shared.errors import InvalidArgument, NotFound
 from paperworks.shared.rpc import uploads
@@ -22,10 +23,13 @@ from paperworks.shared.rpc.convert import (
     artifact_ref,
     event_message,
     job_message,
+    request_params,
+    struct,
 )
 from paperworks.shared.rpc.describe import describe
 from paperworks.shared.rpc.runtime import ServiceRuntime
 from paperworks.shared.rpc.status import rpc_method
+from paperworks.shared.sdk import discovery
 from paperworks.v1 import jobs_pb2, jobs_pb2_grpc
 
 # Events come in bursts (a short job's whole life takes milliseconds) or seconds apart
@@ -33,64 +37,23 @@ from paperworks.v1 import jobs_pb2, jobs_pb2_grpc
 WATCH_POLL_FAST_S = 0.005
 WATCH_POLL_SLOW_S = 0.25
 WATCH_QUIET_AFTER_S = 2.0
-COMMIT_LOOK_S = 0.002  # how often the feed looks at SQLite's commit counter while anyone watches
+WATCH_FALLBACK_S = 1.0  # with notices live: a read this often even if none came
 MAX_CHUNK = 4 * 1024 * 1024
-
-
-class CommitFeed:
-    """Wakes this server's WatchJob streams when any process committed to the database.
-
-    One task looks at the commit counter (`CommitProbe`, microseconds a look) while
-    at least one stream watches and bumps `generation` on a change. A stream notes
-    the generation before it queries and afterwards waits for a newer one, so a
-    commit between its query and its wait is never missed.
-    """
-
-    def __init__(self, probe: CommitProbe):
-        self._probe = probe
-        self.generation = 0
-        self._bumped = asyncio.Event()
-        self._watchers = 0
-        self._task: asyncio.Task | None = None
-
-    @contextlib.asynccontextmanager
-    async def watching(self) -> AsyncIterator[None]:
-        self._watchers += 1
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._look())
-        try:
-            yield
-        finally:
-            self._watchers -= 1
-
-    async def changed_since(self, generation: int, timeout: float) -> None:
-        if self.generation != generation:
-            return
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout):
-                await self._bumped.wait()
-
-    async def _look(self) -> None:
-        while self._watchers:
-            await asyncio.sleep(COMMIT_LOOK_S)
-            if self._probe.changed():
-                self.generation += 1
-                self._bumped.set()
-                self._bumped = asyncio.Event()
+MAX_DEFERRED = 256
+MAX_FIELD_PATH = 512
 
 
 class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     def __init__(self, rt: ServiceRuntime):
         self.rt = rt
-        self._feed: CommitFeed | None = None
+        self._hub: WatchHub | None = None
         self._description: jobs_pb2.DescribeServiceResponse | None = None
-        self._can_feed = rt.db.engine.dialect.name == "sqlite"
 
-    def _commit_feed(self) -> CommitFeed | None:
-        """Created on first use, in the server's event loop thread that will use its probe."""
-        if self._feed is None and self._can_feed:
-            self._feed = CommitFeed(self.rt.db.commit_probe())
-        return self._feed
+    def _watch_hub(self) -> WatchHub:
+        """Created on first use, in the server's event loop that its notices wake."""
+        if self._hub is None:
+            self._hub = WatchHub(self.rt.settings, self.rt.spec.name)
+        return self._hub
 
     async def _job(self, context, job_id: str):
         if not job_id:
@@ -106,12 +69,29 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
     @rpc_method
     async def DescribeService(self, request, context):
         if self._description is None:
-            self._description = describe(self.rt.spec)
+            self._description = await asyncio.to_thread(describe, self.rt.spec)  # imports the
+            # servicer module for its docstrings: off the event loop
         return self._description
 
     @rpc_method
     async def UploadArtifact(self, request_iterator, context):
         return await uploads.receive(request_iterator, tenant=self.rt.tenant(context), rt=self.rt)
+
+    @rpc_method
+    async def ValidateJob(self, request, context):
+        tenant = self.rt.tenant(context)
+        self.rt.spec.kind(request.kind)  # INVALID_ARGUMENT naming `kind` for one it does not have
+        if len(request.deferred_inputs) > MAX_DEFERRED or any(
+                len(p) > MAX_FIELD_PATH for p in request.deferred_inputs):
+            raise InvalidArgument("deferred_inputs", f"at most {MAX_DEFERRED} paths of at most "
+                                  f"{MAX_FIELD_PATH} characters")
+        # the typed Submit request first, as a client would build it: its proto fields, defaults
+        # and enum names, so what passes here passes Submit<Kind>
+        typed = discovery.submit_request(self.rt.spec.name, request.kind,
+                                         json_format.MessageToDict(request.params))
+        params = await self.rt.validate(tenant, request.kind, request_params(typed),
+                                        frozenset(request.deferred_inputs))
+        return jobs_pb2.ValidateJobResponse(params=struct(params.model_dump(mode="json")))
 
     @rpc_method
     async def GetJob(self, request, context):
@@ -143,13 +123,14 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
         if request.after_seq < 0:
             raise InvalidArgument("after_seq", "must be >= 0")
         seq = request.after_seq
-        feed = self._commit_feed()
-        async with feed.watching() if feed else contextlib.nullcontext():
+        hub = self._watch_hub()
+        sqlite = self.rt.db.engine.dialect.name == "sqlite"
+        async with hub.watching(job.id) as noticed:
             loop = asyncio.get_running_loop()
             last_event = loop.time()
             while True:
-                if feed:  # SQLite in WAL mode: a read never waits for a writer, so no thread hop
-                    generation = feed.generation
+                noticed.clear()  # a notice from now on is for events this read may miss
+                if sqlite:  # in WAL mode a read never waits for a writer: no thread hop
                     events = self.rt.store.events_after(job.id, seq)
                 else:
                     events = await asyncio.to_thread(self.rt.store.events_after, job.id, seq)
@@ -160,8 +141,10 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
                         return
                 if events:
                     last_event = loop.time()
-                if feed:  # the timeout only bounds the wait should a look ever fail to see a commit
-                    await feed.changed_since(generation, WATCH_POLL_SLOW_S)
+                if hub.live.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(WATCH_FALLBACK_S):
+                            await noticed.wait()
                 else:
                     quiet = loop.time() - last_event > WATCH_QUIET_AFTER_S
                     await asyncio.sleep(WATCH_POLL_SLOW_S if quiet else WATCH_POLL_FAST_S)

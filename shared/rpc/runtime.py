@@ -16,17 +16,18 @@ from dataclasses import dataclass, field
 import grpc
 from paperworks.shared.artifacts import ArtifactStore, open_artifact_store
 from paperworks.shared.backends import endpoints
+from paperworks.shared.bus.watch import EventPublisher
 from paperworks.shared.config import Settings
 from paperworks.shared.db import quotas
 from paperworks.shared.db.engine import Database
 from paperworks.shared.db.jobs import JobStore
 from paperworks.shared.errors import violations_from_pydantic
-from paperworks.shared.inputs import InputScope, check_inputs
+from paperworks.shared.inputs import InputRefParams, InputScope, check_inputs
 from paperworks.shared.registry import ServiceSpec
 from paperworks.shared.rpc.auth import Authenticator
 from paperworks.shared.rpc.convert import job_message, request_params
 from paperworks.v1 import jobs_pb2
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 
 @dataclass
@@ -37,7 +38,7 @@ class ServiceRuntime:
     store: JobStore
     artifacts: ArtifactStore
     auth: Authenticator
-    on_submitted: Callable[[], None] = lambda: None  # wakes the outbox relay
+    on_submitted: Callable[[str], None] = lambda job_id: None  # hands the job over (fast path)
     # one tenant's submits run one at a time when quotas are on: count, then insert
     _quota_locks: defaultdict[str, asyncio.Lock] = field(
         default_factory=lambda: defaultdict(asyncio.Lock))
@@ -49,9 +50,9 @@ class ServiceRuntime:
             settings=settings,
             spec=spec,
             db=db,
-            store=JobStore(db),
+            store=JobStore(db, on_events=EventPublisher(settings)),
             artifacts=open_artifact_store(settings),
-            auth=Authenticator(settings.auth_tokens),
+            auth=Authenticator(settings.auth_tokens, settings.internal_token),
         )
 
     def tenant(self, context: grpc.aio.ServicerContext) -> str:
@@ -64,15 +65,25 @@ class ServiceRuntime:
         """The caller's inputs (uploads, job artifacts) for a sync call (`shared.inputs`)."""
         return InputScope(self.store, self.artifacts, self.tenant(context))
 
-    async def submit(self, context, kind_name: str, request) -> jobs_pb2.Job:
-        tenant = self.tenant(context)
+    async def validate(self, tenant: str, kind_name: str, raw: dict,
+                       deferred: frozenset[str] = frozenset()) -> BaseModel:
+        """The kind's validated parameters, every input they name checked for `tenant`; what a
+        Submit<Kind> and ValidateJob both do before (or instead of) writing anything. Inputs at
+        the `deferred` field paths are not checked: a pipeline fills them when an earlier step
+        has produced them."""
         kind = self.spec.kind(kind_name)
         try:
-            params = kind.params.model_validate(request_params(request))
+            params = kind.params.model_validate(raw)
         except ValidationError as exc:
             raise violations_from_pydantic(exc) from None
-        await asyncio.to_thread(check_inputs, params, InputScope(self.store, self.artifacts, tenant),
-                                self.spec.name)
+        await asyncio.to_thread(check_inputs, without_inputs(params, deferred),
+                                InputScope(self.store, self.artifacts, tenant), self.spec.name)
+        return params
+
+    async def submit(self, context, kind_name: str, request) -> jobs_pb2.Job:
+        tenant = self.tenant(context)
+        params = await self.validate(tenant, kind_name, request_params(request))
+        parent = self.auth.parent_of(context)  # only an internal call links a job to its pipeline
         key = getattr(request, "idempotency_key", "") or None
         max_queued = self.settings.max_queued_jobs_per_tenant
         max_active = self.settings.max_active_jobs_per_tenant
@@ -85,7 +96,27 @@ class ServiceRuntime:
                 )
             job, _ = await asyncio.to_thread(
                 self.store.submit, tenant, self.spec.name, kind_name,
-                params.model_dump(mode="json"), key,
+                params.model_dump(mode="json"), key, parent,
             )
-        self.on_submitted()
+        self.on_submitted(job.id)
         return job_message(job)
+
+
+def without_inputs(params: BaseModel, paths: frozenset[str]) -> BaseModel:
+    """`params` with the inputs at `paths` (as `paperworks.shared.inputs.input_refs` names them:
+    `dataset.source`, `images.2`) left out, for checking the rest; a copy, never validated again."""
+    if not paths:
+        return params
+
+    def strip(value, where: str):
+        if isinstance(value, InputRefParams):
+            return None if where in paths else value
+        if isinstance(value, list):
+            return [strip(v, f"{where}.{i}") for i, v in enumerate(value)]
+        if isinstance(value, BaseModel):
+            return value.model_copy(update={
+                name: strip(getattr(value, name), f"{where}.{name}" if where else name)
+                for name in type(value).model_fields})
+        return value
+
+    return strip(params, "")

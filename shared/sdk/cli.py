@@ -26,6 +26,8 @@ from rich.table import Table
 app = typer.Typer(help="paperworks: ICML 2026 methods as gRPC services.", no_args_is_help=True)
 artifacts_app = typer.Typer(help="Job artifacts.", no_args_is_help=True)
 app.add_typer(artifacts_app, name="artifacts")
+pipeline_app = typer.Typer(help="Pipelines: one workflow of jobs across services.", no_args_is_help=True)
+app.add_typer(pipeline_app, name="pipeline")
 console = Console()
 err = Console(stderr=True)
 
@@ -209,11 +211,11 @@ def list_(
         for j in jobs:
             print(j.id if quiet else json.dumps(_dict(j)))
         return
-    table = Table("id", "kind", "state", "progress", "created")
+    table = Table("id", "kind", "state", "progress", "created", "pipeline")
     table.columns[0].no_wrap = True  # ids are copied whole, never cut
     for j in jobs:
         table.add_row(j.id, j.kind, _state(j), f"{j.progress.fraction:.0%}",
-                      j.create_time.ToDatetime().isoformat(timespec="seconds"))
+                      j.create_time.ToDatetime().isoformat(timespec="seconds"), j.parent_job_id)
     console.print(table)
     if token:
         console.print(f"next page: --page-token {token}")
@@ -225,6 +227,54 @@ def cancel(job_id: str = typer.Argument(..., help="A job id or a unique prefix o
     client = _client()
     job = _run(lambda: client.cancel(client.resolve(job_id)))
     console.print(f"{job.id} {_state(job)}" + (" (cancel requested)" if job.cancel_requested else ""))
+
+
+def _pipeline_steps(path: Path) -> list[dict]:
+    """A pipeline file's steps: JSON, or YAML where PyYAML is installed (`steps:` at the top)."""
+    if not path.is_file():
+        _fail(f"{path}: no such file")
+    text = path.read_text()
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError:
+            _fail(f"{path}: reading YAML needs PyYAML (pip install pyyaml); or write it as JSON")
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            _fail(f"{path}: not valid YAML: {exc}")
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            _fail(f"{path}: not valid JSON: {exc}")
+    if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
+        _fail(f"{path}: a pipeline is a mapping with a list of `steps`")
+    return data["steps"]
+
+
+@pipeline_app.command("run")
+def pipeline_run(
+    file: Path = typer.Argument(..., help="A pipeline file (YAML or JSON): steps with name, service, "
+                                "kind, params (a reference: {from: STEP, artifact|model|job_id|result})."),
+    watch_: bool = typer.Option(False, "--watch", help="Follow the pipeline until it ends."),
+    key: str = typer.Option("", "--idempotency-key", help="Running the same file with the same key "
+                            "returns the first pipeline."),
+):
+    """Run a pipeline: paperworks pipeline run examples/pipelines/denoise-segment.yaml --watch"""
+    steps = _pipeline_steps(file)
+    job = _run(lambda: _client().run_pipeline(steps, key))
+    console.print(job.id)
+    if watch_:
+        watch(job.id)
+
+
+@pipeline_app.command("validate")
+def pipeline_validate(file: Path = typer.Argument(..., help="A pipeline file (YAML or JSON).")):
+    """Validate a pipeline as running it would (every step asked of its service), creating nothing."""
+    steps = _pipeline_steps(file)
+    order = _run(lambda: _client().validate_pipeline(steps))
+    console.print("valid; the steps run in this order: " + " -> ".join(order), highlight=False)
 
 
 @artifacts_app.command("pull")
@@ -352,7 +402,8 @@ def up(
     service: list[str] = typer.Option([], help="Only these services (default: all)."),
     base_port: int | None = typer.Option(None, help="Fixed ports from here (default: free)."),
 ):
-    """Start every service, its dispatcher and worker pool, Kafka and Redis, locally."""
+    """Start every service (a server and a worker pool each), one dispatcher process for all,
+    Kafka and Redis, locally."""
     _require_server()
     from paperworks.shared.devstack.stack import EmbeddedStack, StackError
     from paperworks.shared.registry import services
@@ -410,8 +461,8 @@ def _device(component: str) -> str:
     path = device_file(get_settings(), component)
     if not component.endswith((".server", ".worker")):
         return "-"
-    if not path.exists():
-        return "pending"
+    if not path.exists():  # a server loads its methods (and says where) on its first call
+        return "idle (loads on first call)" if component.endswith(".server") else "pending"
     report = json.loads(path.read_text())
     if "error" in report:
         return f"KERNELS UNAVAILABLE: {report['error']}"
@@ -463,7 +514,7 @@ def down():
 
 @app.command()
 def serve(service: str):
-    """Run a service's gRPC server (with its outbox relay)."""
+    """Run a service's gRPC server (it hands submitted jobs to Celery itself)."""
     _require_server()
     from paperworks.shared.devstack import processes
 
@@ -471,12 +522,17 @@ def serve(service: str):
 
 
 @app.command()
-def dispatch(service: str):
-    """Run a service's dispatcher: Kafka intake → Celery."""
+def dispatch(services: list[str] = typer.Argument(..., metavar="SERVICE...")):
+    """Run services' dispatchers (Kafka intake → Celery, for jobs no server handed over) and
+    their outbox relays (database → Kafka), one process for all the services named."""
     _require_server()
     from paperworks.shared.devstack import processes
+    from paperworks.shared.registry import services as known
 
-    processes.dispatch(get_settings(), service)
+    unknown = [name for name in services if name not in known()]
+    if unknown:
+        _fail(f"unknown service(s): {', '.join(unknown)} (known: {', '.join(known())})")
+    processes.dispatch(get_settings(), services)
 
 
 @app.command()

@@ -89,6 +89,22 @@ class Client(_Base):
         rpc, request = self._submit_rpc(service_name, kind, params)
         return rpc(request, metadata=self.metadata, timeout=timeout).job
 
+    def submit_params(self, service_name: str, kind: str, params: dict, idempotency_key: str = "",
+                      timeout: float = 30) -> jobs_pb2.Job:
+        """`submit` with the parameters as one mapping (a pipeline step's, whatever their names)."""
+        body = {**params, "idempotency_key": idempotency_key} if idempotency_key else dict(params)
+        rpc, request = self._submit_rpc(service_name, kind, body)
+        return rpc(request, metadata=self.metadata, timeout=timeout).job
+
+    def run_pipeline(self, steps: list[dict], idempotency_key: str = "",
+                     timeout: float = 60) -> jobs_pb2.Job:
+        """Submits a pipeline (`paperworks.pipeline`): `steps` as in a pipeline file."""
+        return self.submit_params("pipeline", "run", {"steps": steps}, idempotency_key, timeout)
+
+    def validate_pipeline(self, steps: list[dict], timeout: float = 60) -> list[str]:
+        """Validates a pipeline as its submission would, creating nothing: the steps' run order."""
+        return list(self.call("pipeline", "ValidateRun", timeout=timeout, steps=steps).order)
+
     def describe(self, service_name: str) -> jobs_pb2.DescribeServiceResponse:
         """The service's job kinds (with their parameters' JSON Schema) and sync RPCs."""
         return self.jobs(service_name).DescribeService(jobs_pb2.DescribeServiceRequest(),

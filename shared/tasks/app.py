@@ -11,6 +11,7 @@ import logging
 from celery import Celery
 from celery.signals import worker_process_init
 from paperworks.shared.artifacts import open_artifact_store
+from paperworks.shared.bus.watch import EventPublisher
 from paperworks.shared.config import Settings
 from paperworks.shared.db.engine import Database
 from paperworks.shared.db.jobs import JobStore
@@ -57,7 +58,7 @@ def make_celery(settings: Settings, service_name: str) -> Celery:
     )
     spec = service(service_name)
     db = Database(settings.sqlalchemy_url)
-    store = JobStore(db)
+    store = JobStore(db, on_events=EventPublisher(settings))  # wakes the job's watchers
     artifacts = open_artifact_store(settings)
 
     @worker_process_init.connect(weak=False)

@@ -2,18 +2,29 @@
 
 Handlers stay free of Celery and of the database: they call `ctx.progress(...)`
 per step, and that call is where cancellation and a lost lease surface.
+
+Events are buffered: progress, attached artifacts and announced models are
+written together, in the order they happened, at most once per
+`min_interval_s` (the progress throttle; the claim counts as a write) and
+otherwise inside the job's final write. A trivial job is then two write
+transactions, its claim and its end; a long job writes every `min_interval_s`,
+and cancellation is seen at the first write after it was asked for. Of several
+buffered reports of one stage only the newest is kept; a stage's last report
+(step = total) is always written.
 """
 from __future__ import annotations
 
 import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from paperworks.shared.artifacts import ArtifactStore
-from paperworks.shared.db.jobs import JobStore
+from paperworks.shared.db.jobs import PROGRESS, JobStore, Pending
 from paperworks.shared.errors import Cancelled
+
+WRITE_INTERVAL_S = 0.05  # the progress throttle: a running job writes at most this often
 
 
 class JobCancelled(Cancelled):
@@ -28,8 +39,10 @@ class JobContext:
     attempt: int
     store: JobStore
     artifacts: ArtifactStore
-    min_interval_s: float = 0.05
-    _last_write: float = 0.0
+    min_interval_s: float = field(default_factory=lambda: WRITE_INTERVAL_S)
+    _last_write: float = field(default_factory=time.monotonic)  # created right after the claim
+    _pending: list[Pending] = field(default_factory=list)
+    _attached: dict[str, str] = field(default_factory=dict)  # name -> sha256, this execution's
 
     @property
     def log(self) -> logging.Logger:
@@ -97,32 +110,26 @@ class JobContext:
         stage: str = "",
         message: str = "",
     ) -> None:
-        """Records progress (throttled, but the last step is always written); raises
-        JobCancelled when cancellation was requested."""
-        now = time.monotonic()
-        final = step >= total_steps
-        if not final and now - self._last_write < self.min_interval_s:
-            return
-        self._last_write = now
+        """Records progress (buffered, see the module docstring); raises JobCancelled when
+        cancellation was requested."""
         fraction = min(1.0, step / total_steps) if total_steps else 0.0
-        cancel = self.store.report_progress(
-            self.job_id,
-            self.token,
-            {
-                "fraction": fraction,
-                "stage": stage,
-                "step": step,
-                "total_steps": total_steps,
-                "message": message,
-            },
-        )
-        if cancel:
-            raise JobCancelled()
+        report = Pending.progress({"fraction": fraction, "stage": stage, "step": step,
+                                   "total_steps": total_steps, "message": message})
+        last = self._pending[-1].payload["progress"] if self._pending and \
+            self._pending[-1].type == PROGRESS else None
+        if last is not None and last["stage"] == stage and last["step"] < last["total_steps"]:
+            self._pending[-1] = report  # a stage's newer report supersedes its unwritten one
+        else:
+            self._pending.append(report)  # a stage's last report is always written
+        self._write_if_due()
 
     def put_artifact(self, name: str, data: bytes, media_type: str) -> dict:
         sha = self.artifacts.put(data)
-        self.store.attach_artifact(self.job_id, self.token, name, sha, media_type, len(data))
-        return {"sha256": sha, "name": name, "media_type": media_type, "size_bytes": len(data)}
+        ref = {"sha256": sha, "name": name, "media_type": media_type, "size_bytes": len(data)}
+        self._attached[name] = sha
+        self._pending.append(Pending.artifact(ref))
+        self._write_if_due()
+        return ref
 
     def put_json(self, name: str, obj) -> dict:
         return self.put_artifact(name, json.dumps(obj, indent=1).encode(), "application/json")
@@ -130,4 +137,21 @@ class JobContext:
     def announce_model(self, artifact: dict, message: str) -> None:
         """Tells other services (a MODEL_READY event on `paperworks.events`) that `artifact`, a
         reference `put_artifact` returned, is a model they can load; `message` says what it is."""
-        self.store.announce_model(self.job_id, self.token, artifact, message)
+        if self._attached.get(artifact.get("name")) != artifact.get("sha256"):
+            raise ValueError(f"job {self.job_id} has no artifact {artifact.get('name')} "
+                             f"with sha256 {artifact.get('sha256')} to announce")
+        self._pending.append(Pending.model(artifact, message))
+        self._write_if_due()
+
+    def take_pending(self) -> list[Pending]:
+        """The events not written yet, for the job's final write (the runner's `finish`)."""
+        pending, self._pending = self._pending, []
+        return pending
+
+    def _write_if_due(self) -> None:
+        now = time.monotonic()
+        if now - self._last_write < self.min_interval_s:
+            return
+        self._last_write = now
+        if self.store.record(self.job_id, self.token, self.take_pending()):
+            raise JobCancelled()

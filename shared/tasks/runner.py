@@ -134,7 +134,8 @@ def run_job(
             result = handler(params, ctx)
         if gpu.describe():  # the job's last progress says where its tensors were (make gpu-check)
             ctx.progress(1, 1, stage="device", message=gpu.describe())
-        ended = store.finish(job_id, claim.token, SUCCEEDED, result=result or {})
+        ended = store.finish(job_id, claim.token, SUCCEEDED, result=result or {},
+                             pending=ctx.take_pending())
         return Outcome(SUCCEEDED if ended else None)
     except LeaseLost:
         return Outcome(None, "lease lost: another execution owns the job")
@@ -143,25 +144,27 @@ def run_job(
         # delivery takes the job over. (Not DBAPIError: that would retry handler bugs too.)
         raise RetryLater(lease_s, f"database unreachable during job {job_id}: {exc}") from exc
     except JobCancelled:
-        store.finish(job_id, claim.token, CANCELLED)
+        store.finish(job_id, claim.token, CANCELLED, pending=ctx.take_pending())
         return Outcome(CANCELLED)
     except TransientError as exc:
         if retries_left > 0:
+            if pending := ctx.take_pending():
+                store.record(job_id, claim.token, pending)
             store.release(job_id, claim.token, f"transient failure, retrying: {exc}")
             raise RetryLater(0, str(exc)) from exc
-        store.finish(job_id, claim.token, FAILED, error=_error_of(exc))
+        store.finish(job_id, claim.token, FAILED, error=_error_of(exc), pending=ctx.take_pending())
         return Outcome(FAILED, str(exc))
     except PaperworksError as exc:
-        store.finish(job_id, claim.token, FAILED, error=_error_of(exc))
+        store.finish(job_id, claim.token, FAILED, error=_error_of(exc), pending=ctx.take_pending())
         return Outcome(FAILED, str(exc))
     except Exception as exc:  # noqa: BLE001 - a handler bug fails its job, not the worker
         if _is_soft_time_limit(exc):
-            store.finish(job_id, claim.token, FAILED,
+            store.finish(job_id, claim.token, FAILED, pending=ctx.take_pending(),
                          error=error_dict("DEADLINE_EXCEEDED", "task time limit exceeded"))
             return Outcome(FAILED, "time limit")
         log.error("job %s failed:\n%s", job_id, traceback.format_exc())
         store.finish(
-            job_id, claim.token, FAILED,
+            job_id, claim.token, FAILED, pending=ctx.take_pending(),
             error=error_dict("INTERNAL", f"{type(exc).__name__}: {exc}"),
         )
         return Outcome(FAILED, str(exc))

@@ -11,7 +11,10 @@ Baselines from the same run: a bare grpc.aio unary call with the same 16 clients
 through the same kind of Redis broker with the same worker concurrency (what the
 task queue alone costs).
 
-Writes tests/benchmarks/results/load.json.
+`BENCH_LOAD_BACKEND=postgres` runs the same on the machine's PostgreSQL (a fresh
+database) and Redis (a fresh key prefix) instead of the embedded SQLite and Redis.
+
+Writes tests/benchmarks/results/load.json (a PostgreSQL run goes under its "postgres" key).
 """
 from __future__ import annotations
 
@@ -49,6 +52,24 @@ CLIENTS = int(os.environ.get("BENCH_LOAD_CLIENTS", "16"))
 CONCURRENCY = int(os.environ.get("BENCH_LOAD_WORKER_CONCURRENCY", "2"))
 BARE_TASKS = int(os.environ.get("BENCH_LOAD_BARE_TASKS", "2000"))
 DRAIN_TIMEOUT_S = float(os.environ.get("BENCH_LOAD_DRAIN_TIMEOUT_S", "3600"))
+BACKEND = os.environ.get("BENCH_LOAD_BACKEND", "embedded")
+
+
+def system_backends() -> dict[str, str]:
+    """A fresh database on the machine's PostgreSQL and a fresh key prefix on its Redis."""
+    import uuid
+
+    from sqlalchemy import create_engine, text
+
+    name = f"bench_load_{uuid.uuid4().hex[:8]}"
+    admin = create_engine("postgresql+psycopg://postgres@127.0.0.1:5432/postgres",
+                          isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return {"PAPERWORKS_DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}",
+            "PAPERWORKS_CELERY_BROKER_URL": "redis://127.0.0.1:6379/0",
+            "PAPERWORKS_CELERY_KEY_PREFIX": f"{name}:"}
 
 
 def percentiles(latencies: list[float]) -> dict:
@@ -198,9 +219,12 @@ def bare_celery_drain(broker_url: str, tasks: int) -> dict:
 
 def main() -> dict:
     results: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-                     "jobs": JOBS, "clients": CLIENTS, "worker_concurrency": CONCURRENCY}
+                     "jobs": JOBS, "clients": CLIENTS, "worker_concurrency": CONCURRENCY,
+                     "backend": BACKEND}
+    backends = system_backends() if BACKEND == "postgres" else {}
     with tempfile.TemporaryDirectory() as tmp:
-        stack = start_stack(Path(tmp), PAPERWORKS_LOG_LEVEL="WARNING",  # production timings
+        stack = start_stack(Path(tmp), **backends,
+                            PAPERWORKS_LOG_LEVEL="WARNING",  # production timings
                             PAPERWORKS_WORKER_CONCURRENCY=str(CONCURRENCY),
                             PAPERWORKS_JOB_LEASE_S="10", PAPERWORKS_REQUEUE_AFTER_S="60",
                             PAPERWORKS_CELERY_VISIBILITY_TIMEOUT_S="3600")
@@ -217,7 +241,9 @@ def main() -> dict:
                                 "progress": samples[:: max(1, len(samples) // 40)]}
             results["peak_rss_mb"] = memory.peak_mb
             results["audit"] = audit(db, ids)
-            broker = stack.state.env["PAPERWORKS_CELERY_BROKER_URL"].rsplit("/", 1)[0] + "/5"
+            broker_url = (backends.get("PAPERWORKS_CELERY_BROKER_URL")
+                          or stack.state.env["PAPERWORKS_CELERY_BROKER_URL"])
+            broker = broker_url.rsplit("/", 1)[0] + "/5"
             results["bare_celery"] = bare_celery_drain(broker, BARE_TASKS)
         finally:
             stack.down()
@@ -226,11 +252,25 @@ def main() -> dict:
     assert a["lost"] == 0 and a["unexpected"] == 0 and a["distinct_ids"] == JOBS, a
     assert a["ended_not_exactly_once"] == 0 and a["result_artifacts_not_one"] == 0, a
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    if BACKEND == "postgres":  # beside the embedded run's figures
+        results = {**(json.loads(RESULTS.read_text()) if RESULTS.exists() else {}),
+                   "postgres": results}
+    else:
+        old = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+        results = {**results, **({"postgres": old["postgres"]} if "postgres" in old else {})}
     RESULTS.write_text(json.dumps(results, indent=1))
     return results
 
 
 def table(results: dict) -> str:
+    text = run_table(results)
+    if "postgres" in results:
+        text += "\n\nThe same on PostgreSQL and Redis (the machine's services):\n\n"
+        text += run_table(results["postgres"])
+    return text
+
+
+def run_table(results: dict) -> str:
     s, d, a = results["submit"], results["drain"], results["audit"]
     g, c = results["bare_grpc"], results["bare_celery"]
     rows = [

@@ -198,7 +198,8 @@ def submit_digest(browser, url: str, **values) -> None:
 
 
 def job_id_of(browser) -> str:
-    return find(browser, "#status").get_attribute("data-job")
+    """The job a job page shows (waits out the reload the page does itself when the job ends)."""
+    return wait_for(lambda: find(browser, "#status").get_attribute("data-job"), what="the job's id")
 
 
 def screenshot(browser, name: str) -> None:

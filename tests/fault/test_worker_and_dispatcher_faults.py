@@ -32,16 +32,37 @@ def test_sigkill_of_the_whole_worker_mid_job(stack, client, stack_store):
     assert done.attempts == 2
 
 
-def test_jobs_submitted_while_the_dispatcher_is_down_all_run(stack, client, stack_store):
-    stack.stop("ops.dispatcher", sig=signal.SIGKILL)
+def test_jobs_submitted_while_the_dispatcher_is_down_run_and_its_late_records_change_nothing(
+        stack, client, stack_store):
+    """The server hands jobs to Celery itself; the dispatcher (and the relay it runs), back
+    later, reads their intake records, finds them handed, and runs nothing twice."""
+    stack.stop("dispatcher", sig=signal.SIGKILL)
     jobs = [client.submit("ops", "digest", seed=100 + i, steps=2, rounds_per_step=10)
             for i in range(5)]
-    wait_published(stack_store, [j.id for j in jobs])  # in Kafka, with nobody consuming
-    assert all(PROTO_TO_STATE[client.get(j.id).state] == "QUEUED" for j in jobs)
-    stack.start("ops.dispatcher")
-    stack.wait_ready("ops.dispatcher")
     for i, j in enumerate(jobs):
         assert_ended_once(client, stack_store, j.id, chain(100 + i, 2, 10)[-1])
+    stack.start("dispatcher")
+    stack.wait_ready("dispatcher")
+    wait_published(stack_store, [j.id for j in jobs])
+    for i, j in enumerate(jobs):
+        assert assert_ended_once(client, stack_store, j.id, chain(100 + i, 2, 10)[-1]).attempts == 1
+
+
+def test_a_job_no_server_handed_over_is_dispatched_from_its_intake_record(
+        stack, client, stack_store):
+    """A server that died between its commit and its hand-off: the job and its intake record
+    are in the database only; the relay publishes the record and the dispatcher hands it over."""
+    from paperworks.shared.registry import service
+
+    stack.stop("dispatcher", sig=signal.SIGKILL)
+    params = service("ops").kind("digest").params(seed=300, steps=2, rounds_per_step=10)
+    probe = client.submit("ops", "digest", seed=299, steps=1, rounds_per_step=1)
+    tenant = stack_store.get(None, "ops", probe.id).tenant
+    job, _ = stack_store.submit(tenant, "ops", "digest", params.model_dump(mode="json"))
+    assert PROTO_TO_STATE[client.get(job.id).state] == "QUEUED"
+    stack.start("dispatcher")
+    stack.wait_ready("dispatcher")
+    assert assert_ended_once(client, stack_store, job.id, chain(300, 2, 10)[-1]).attempts == 1
 
 
 def test_a_restarted_server_loses_no_job(stack, client, stack_store):

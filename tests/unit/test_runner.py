@@ -33,6 +33,16 @@ def handler(params: Params, ctx):
         raise InvalidArgument("dataset.rows[3]", "label out of range")
     if params.mode == "timeout":
         raise SoftTimeLimitExceeded()
+    if params.mode == "until-cancelled":
+        ctx.store.request_cancel(ctx.tenant, "ops", ctx.job_id)
+        while True:  # a report is written, and the cancel seen, once the throttle lets it through
+            ctx.progress(1, 2)
+    if params.mode == "busy":
+        ctx.put_json("a.json", {})
+        ctx.progress(2, 2, message="done")
+        ref = ctx.put_json("model.json", {})
+        ctx.announce_model(ref, "a model")
+        return {}
     raise ZeroDivisionError("bug")
 
 
@@ -84,17 +94,47 @@ def test_failures_carry_a_precise_error(store, tmp_path, mode, code):
 
 
 def test_cancel_requested_while_running_ends_cancelled(store, tmp_path):
-    job, _ = store.submit("t", "ops", "k", {"mode": "ok"})
-    original = store.report_progress
-
-    def cancel_then_report(job_id, token, progress):
-        store.request_cancel("t", "ops", job_id)
-        return original(job_id, token, progress)
-
-    store.report_progress = cancel_then_report
-    outcome = run_job(SPEC, job.id, store, ArtifactStore(tmp_path), 30, 5, 3)
+    job_id, outcome = run(store, tmp_path, "until-cancelled")
     assert outcome.state == "CANCELLED"
-    assert store.get(None, "ops", job.id).state == "CANCELLED"
+    assert store.get(None, "ops", job_id).state == "CANCELLED"
+
+
+def test_a_short_job_is_two_writes_with_every_event_in_order(store, tmp_path, monkeypatch):
+    """Claim, then one write with the buffered progress, artifacts, announcement and the end."""
+    monkeypatch.setattr("paperworks.shared.tasks.context.WRITE_INTERVAL_S", 60.0)  # a slow CI
+    job, _ = store.submit("t", "ops", "k", {"mode": "busy"})
+    writes = []
+    original = store.db.write
+
+    def counted():
+        writes.append(1)
+        return original()
+
+    store.db.write = counted
+    try:
+        outcome = run_job(SPEC, job.id, store, ArtifactStore(tmp_path), 30, 5, 3)
+    finally:
+        store.db.write = original
+    assert outcome.state == "SUCCEEDED" and len(writes) == 2
+    events = store.events_after(job.id, 0)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert [(e.type, e.state) for e in events] == [
+        ("STATE_CHANGED", "QUEUED"), ("STATE_CHANGED", "RUNNING"), ("PROGRESS", "RUNNING"),
+        ("ARTIFACT_ADDED", "RUNNING"), ("PROGRESS", "RUNNING"), ("ARTIFACT_ADDED", "RUNNING"),
+        ("MODEL_READY", "RUNNING"), ("STATE_CHANGED", "SUCCEEDED")]
+    assert events[4].payload["progress"]["message"] == "done"
+    assert store.get(None, "ops", job.id).progress_message == "done"
+    assert sorted(a.name for a in store.artifacts(job.id)) == ["a.json", "model.json"]
+
+
+def test_announcing_an_artifact_this_execution_did_not_attach_is_refused_at_once(store, tmp_path):
+    from paperworks.shared.tasks.context import JobContext
+
+    job, _ = store.submit("t", "ops", "k", {"mode": "ok"})
+    claim = store.acquire(job.id, 30, 5)
+    ctx = JobContext(job.id, claim.token, claim.attempt, store, ArtifactStore(tmp_path))
+    with pytest.raises(ValueError, match="no artifact"):
+        ctx.announce_model({"name": "m", "sha256": "0" * 64}, "nothing")
 
 
 def test_unreachable_database_at_claim_retries_the_task_instead_of_losing_the_job(store, tmp_path):
@@ -128,3 +168,20 @@ def test_one_heartbeat_thread_renews_every_running_lease(store, tmp_path):
             time.sleep(0.02)
         assert threading.active_count() <= threads + 1
     assert not set(beats()) & set(before)
+
+
+def test_each_stages_last_report_is_written_and_the_rest_coalesce(store, tmp_path, monkeypatch):
+    from paperworks.shared.tasks.context import JobContext
+
+    monkeypatch.setattr("paperworks.shared.tasks.context.WRITE_INTERVAL_S", 60.0)
+    job, _ = store.submit("t", "ops", "k", {"mode": "ok"})
+    claim = store.acquire(job.id, 30, 5)
+    ctx = JobContext(job.id, claim.token, claim.attempt, store, ArtifactStore(tmp_path))
+    for step in range(1, 4):
+        ctx.progress(step, 3, stage="init")
+    for step in range(1, 3):
+        ctx.progress(step, 5, stage="train")
+    store.finish(job.id, claim.token, "SUCCEEDED", result={}, pending=ctx.take_pending())
+    reports = [(e.payload["progress"]["stage"], e.payload["progress"]["step"])
+               for e in store.events_after(job.id, 0) if e.type == "PROGRESS"]
+    assert reports == [("init", 3), ("train", 2)]

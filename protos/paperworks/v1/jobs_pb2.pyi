@@ -45,7 +45,7 @@ JOB_EVENT_TYPE_RETRYING: JobEventType
 JOB_EVENT_TYPE_MODEL_READY: JobEventType
 
 class Job(_message.Message):
-    __slots__ = ("id", "service", "kind", "state", "progress", "params", "result", "artifacts", "error", "idempotency_key", "cancel_requested", "attempts", "create_time", "update_time", "start_time", "end_time")
+    __slots__ = ("id", "service", "kind", "state", "progress", "params", "result", "artifacts", "error", "idempotency_key", "cancel_requested", "attempts", "create_time", "update_time", "start_time", "end_time", "parent_job_id")
     ID_FIELD_NUMBER: _ClassVar[int]
     SERVICE_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -62,6 +62,7 @@ class Job(_message.Message):
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     START_TIME_FIELD_NUMBER: _ClassVar[int]
     END_TIME_FIELD_NUMBER: _ClassVar[int]
+    PARENT_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     id: str
     service: str
     kind: str
@@ -78,7 +79,8 @@ class Job(_message.Message):
     update_time: _timestamp_pb2.Timestamp
     start_time: _timestamp_pb2.Timestamp
     end_time: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., service: _Optional[str] = ..., kind: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., progress: _Optional[_Union[_common_pb2.Progress, _Mapping]] = ..., params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., artifacts: _Optional[_Iterable[_Union[_common_pb2.ArtifactRef, _Mapping]]] = ..., error: _Optional[_Union[_common_pb2.ErrorDetail, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., cancel_requested: _Optional[bool] = ..., attempts: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    parent_job_id: str
+    def __init__(self, id: _Optional[str] = ..., service: _Optional[str] = ..., kind: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., progress: _Optional[_Union[_common_pb2.Progress, _Mapping]] = ..., params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., artifacts: _Optional[_Iterable[_Union[_common_pb2.ArtifactRef, _Mapping]]] = ..., error: _Optional[_Union[_common_pb2.ErrorDetail, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., cancel_requested: _Optional[bool] = ..., attempts: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., parent_job_id: _Optional[str] = ...) -> None: ...
 
 class JobEvent(_message.Message):
     __slots__ = ("job_id", "seq", "type", "state", "progress", "message", "artifact", "time")
@@ -99,6 +101,22 @@ class JobEvent(_message.Message):
     artifact: _common_pb2.ArtifactRef
     time: _timestamp_pb2.Timestamp
     def __init__(self, job_id: _Optional[str] = ..., seq: _Optional[int] = ..., type: _Optional[_Union[JobEventType, str]] = ..., state: _Optional[_Union[JobState, str]] = ..., progress: _Optional[_Union[_common_pb2.Progress, _Mapping]] = ..., message: _Optional[str] = ..., artifact: _Optional[_Union[_common_pb2.ArtifactRef, _Mapping]] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ValidateJobRequest(_message.Message):
+    __slots__ = ("kind", "params", "deferred_inputs")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_FIELD_NUMBER: _ClassVar[int]
+    DEFERRED_INPUTS_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    params: _struct_pb2.Struct
+    deferred_inputs: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, kind: _Optional[str] = ..., params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., deferred_inputs: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ValidateJobResponse(_message.Message):
+    __slots__ = ("params",)
+    PARAMS_FIELD_NUMBER: _ClassVar[int]
+    params: _struct_pb2.Struct
+    def __init__(self, params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class UploadHeader(_message.Message):
     __slots__ = ("name", "media_type", "sha256")

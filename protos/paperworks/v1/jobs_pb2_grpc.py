@@ -69,6 +69,11 @@ class JobServiceStub:
                 request_serializer=paperworks_dot_v1_dot_jobs__pb2.UploadArtifactRequest.SerializeToString,
                 response_deserializer=paperworks_dot_v1_dot_jobs__pb2.UploadArtifactResponse.FromString,
                 _registered_method=True)
+        self.ValidateJob = channel.unary_unary(
+                '/paperworks.v1.JobService/ValidateJob',
+                request_serializer=paperworks_dot_v1_dot_jobs__pb2.ValidateJobRequest.SerializeToString,
+                response_deserializer=paperworks_dot_v1_dot_jobs__pb2.ValidateJobResponse.FromString,
+                _registered_method=True)
 
 
 class JobServiceServicer:
@@ -127,6 +132,15 @@ class JobServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ValidateJob(self, request, context):
+        """Validates a job's parameters as Submit<Kind> would (the kind's limits, and the inputs it
+        names, for the caller's tenant) without creating anything: OK, or INVALID_ARGUMENT (or
+        NOT_FOUND / FAILED_PRECONDITION for an input) naming the field. Pipelines ask it of each step.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -164,6 +178,11 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.UploadArtifact,
                     request_deserializer=paperworks_dot_v1_dot_jobs__pb2.UploadArtifactRequest.FromString,
                     response_serializer=paperworks_dot_v1_dot_jobs__pb2.UploadArtifactResponse.SerializeToString,
+            ),
+            'ValidateJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.ValidateJob,
+                    request_deserializer=paperworks_dot_v1_dot_jobs__pb2.ValidateJobRequest.FromString,
+                    response_serializer=paperworks_dot_v1_dot_jobs__pb2.ValidateJobResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -355,6 +374,33 @@ class JobService:
             '/paperworks.v1.JobService/UploadArtifact',
             paperworks_dot_v1_dot_jobs__pb2.UploadArtifactRequest.SerializeToString,
             paperworks_dot_v1_dot_jobs__pb2.UploadArtifactResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ValidateJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/paperworks.v1.JobService/ValidateJob',
+            paperworks_dot_v1_dot_jobs__pb2.ValidateJobRequest.SerializeToString,
+            paperworks_dot_v1_dot_jobs__pb2.ValidateJobResponse.FromString,
             options,
             channel_credentials,
             insecure,

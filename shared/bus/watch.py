@@ -1,0 +1,150 @@
+"""Pushed watches: the process that committed a job's events says so on Redis, and the
+server wakes only the WatchJob streams of that job.
+
+The database stays the source: a message carries no event, only "job J has events up
+to seq S"; a woken stream reads them from the database. A lost message costs a
+stream one fallback interval, and a server that cannot reach Redis polls as before
+(`live` is clear). The channel is per service, in the Celery broker's Redis (present
+in every deployment), so a server hears only its own service's jobs.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import queue
+import threading
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator, Iterable
+
+import redis
+from paperworks.shared.config import Settings
+
+log = logging.getLogger(__name__)
+
+
+def channel(settings: Settings, service: str) -> str:
+    return f"{settings.celery_key_prefix}paperworks.{service}.events"
+
+
+def _client(settings: Settings) -> redis.Redis:
+    return redis.Redis.from_url(settings.celery_broker_url, socket_timeout=1.0,
+                                socket_connect_timeout=1.0)
+
+
+class EventPublisher:
+    """`JobStore(on_events=...)`: after a commit, one message per job that got events.
+
+    The caller never waits for Redis: notices go to a queue that one daemon thread per
+    process (started on first use, again after a fork) sends in pipelined batches."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self._redis: redis.Redis | None = None
+        self._warned_at = 0.0
+        self._queue: queue.SimpleQueue[tuple[str, str, int]] = queue.SimpleQueue()
+        self._owner_pid: int | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, written: Iterable[tuple[str, str, int]]) -> None:
+        if self._owner_pid != os.getpid():  # threads do not survive a fork: start ours
+            with self._lock:
+                if self._owner_pid != os.getpid():
+                    self._queue = queue.SimpleQueue()
+                    self._redis = None
+                    threading.Thread(target=self._run, name="event-notices", daemon=True).start()
+                    self._owner_pid = os.getpid()
+        for notice in written:
+            self._queue.put(notice)
+
+    def _run(self) -> None:
+        pending = self._queue
+        while True:
+            batch = [pending.get()]
+            with contextlib.suppress(queue.Empty):
+                while len(batch) < 1000:
+                    batch.append(pending.get_nowait())
+            self.send(batch)
+
+    def send(self, written: Iterable[tuple[str, str, int]]) -> None:
+        last: dict[tuple[str, str], int] = {}
+        for service, job_id, seq in written:
+            last[(service, job_id)] = max(seq, last.get((service, job_id), 0))
+        try:
+            if self._redis is None:
+                self._redis = _client(self.settings)
+            pipe = self._redis.pipeline(transaction=False)
+            for (service, job_id), seq in last.items():
+                pipe.publish(channel(self.settings, service), f"{job_id} {seq}")
+            pipe.execute()
+        except redis.RedisError as exc:  # a hint only: watchers fall back to polling
+            self._redis = None
+            if time.monotonic() - self._warned_at > 60:
+                self._warned_at = time.monotonic()
+                log.warning("event notice failed: %s (watchers fall back to polling)", exc)
+
+
+class WatchHub:
+    """A server's listener: wakes the streams watching a job when its events are announced.
+
+    Created in the server's event loop; one daemon thread holds the subscription and hands
+    each notice to the loop (`call_soon_threadsafe`)."""
+
+    def __init__(self, settings: Settings, service: str):
+        self.settings = settings
+        self.channel = channel(settings, service)
+        self.live = threading.Event()
+        self._loop = asyncio.get_running_loop()
+        self._waiters: defaultdict[str, set[asyncio.Event]] = defaultdict(set)
+        self._stop = threading.Event()
+        threading.Thread(target=self._run, name=f"watch-{service}", daemon=True).start()
+
+    @contextlib.asynccontextmanager
+    async def watching(self, job_id: str) -> AsyncIterator[asyncio.Event]:
+        """An Event set whenever `job_id` gets events (and whenever the subscription was
+        re-made, since notices may have been missed meanwhile). Clear it before each read."""
+        event = asyncio.Event()
+        self._waiters[job_id].add(event)
+        try:
+            yield event
+        finally:
+            waiters = self._waiters.get(job_id)
+            if waiters is not None:
+                waiters.discard(event)
+                if not waiters:
+                    del self._waiters[job_id]
+
+    def _wake(self, job_id: str | None) -> None:
+        targets = self._waiters.get(job_id, ()) if job_id else [
+            e for events in self._waiters.values() for e in events]
+        for event in list(targets):
+            event.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            client = _client(self.settings)
+            pubsub = client.pubsub(ignore_subscribe_messages=True)
+            try:
+                pubsub.subscribe(self.channel)
+                self.live.set()
+                self._loop.call_soon_threadsafe(self._wake, None)  # missed while away: look
+                while not self._stop.is_set():
+                    message = pubsub.get_message(timeout=0.5)
+                    if message is not None:
+                        job_id = message["data"].decode().partition(" ")[0]
+                        self._loop.call_soon_threadsafe(self._wake, job_id)
+            except (redis.RedisError, RuntimeError) as exc:  # RuntimeError: the loop closed
+                if self.live.is_set():
+                    log.warning("event notices on %s lost: %s; watchers poll until back",
+                                self.channel, exc)
+                self.live.clear()
+                self._stop.wait(1.0)
+            finally:
+                with contextlib.suppress(redis.RedisError):
+                    pubsub.close()
+                    client.close()
+
+    def stop(self) -> None:
+        self._stop.set()

@@ -1,0 +1,110 @@
+"""The fast path's Redis parts over the machine's Redis: a job is handed to Celery once whoever
+tries, a failed send lets the job go again, the sweeper sees which jobs no hand-off covers; and
+event notices wake the watchers of their job only."""
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+import redis
+from paperworks.shared.bus.handoff import Handoff, handed_key
+from paperworks.shared.bus.watch import EventPublisher, WatchHub
+from paperworks.shared.config import Settings
+from paperworks.shared.devstack.stack import free_port
+from support import require_system
+
+URL = "redis://127.0.0.1:6379/0"
+
+
+@pytest.fixture
+def settings():
+    require_system(6379, "Redis")
+    prefix = f"handofftest-{uuid.uuid4().hex[:8]}:"
+    yield Settings(celery_broker_url=URL, celery_key_prefix=prefix)
+    client = redis.Redis.from_url(URL)
+    for key in client.scan_iter(f"{prefix}*"):
+        client.delete(key)
+    client.close()
+
+
+class Sent:
+    """Stands in for the Celery app's send_task only: what was sent, or a broker failure."""
+
+    def __init__(self, fail: bool = False):
+        self.ids: list[str] = []
+        self.fail = fail
+
+    def send_task(self, name, args, task_id, queue):
+        if self.fail:
+            raise ConnectionError("broker gone")
+        self.ids.append(task_id)
+
+
+def test_a_job_is_handed_once_whoever_tries(settings):
+    server, dispatcher = Handoff(settings, "ops"), Handoff(settings, "ops")
+    server._celery, dispatcher._celery = Sent(), Sent()
+    assert server.hand(["ops-a", "ops-b"]) == ["ops-a", "ops-b"]
+    assert dispatcher.hand(["ops-b", "ops-c"]) == ["ops-c"]  # b was handed by the server
+    assert server._celery.ids == ["ops-a", "ops-b"] and dispatcher._celery.ids == ["ops-c"]
+    # the sweeper re-announces a stranded job with force: it is handed again
+    assert dispatcher.take(["ops-a"], force=True) == ["ops-a"]
+    dispatcher.send(["ops-a"])
+    assert dispatcher._celery.ids == ["ops-c", "ops-a"]
+    ttl = redis.Redis.from_url(URL).ttl(handed_key(settings, "ops-a"))
+    assert ttl > settings.celery_visibility_timeout_s  # outlives the broker's redelivery window
+    server.close()
+    dispatcher.close()
+
+
+def test_a_failed_send_lets_the_job_go_and_the_sweeper_sees_it_unhanded(settings):
+    broken = Handoff(settings, "ops")
+    broken._celery = Sent(fail=True)
+    with pytest.raises(ConnectionError):
+        broken.hand(["ops-x"])
+    assert broken.unhanded(["ops-x"]) == ["ops-x"]
+    later = Handoff(settings, "ops")
+    later._celery = Sent()
+    assert later.hand(["ops-x"]) == ["ops-x"]
+    assert later.unhanded(["ops-x", "ops-y"]) == ["ops-y"]
+    broken.close()
+    later.close()
+
+
+def test_a_notice_wakes_the_watchers_of_its_job_only(settings):
+    async def scenario():
+        hub = WatchHub(settings, "ops")
+        publish = EventPublisher(settings)
+        try:
+            for _ in range(100):
+                if hub.live.is_set():
+                    break
+                await asyncio.sleep(0.05)
+            assert hub.live.is_set()
+            async with hub.watching("ops-1") as mine, hub.watching("ops-2") as other:
+                mine.clear()
+                other.clear()
+                publish([("ops", "ops-1", 3), ("ops", "ops-1", 4)])
+                await asyncio.wait_for(mine.wait(), 5)
+                await asyncio.sleep(0.2)
+                assert not other.is_set()
+                publish([("router", "ops-2", 1)])  # another service's channel
+                await asyncio.sleep(0.2)
+                assert not other.is_set()
+        finally:
+            hub.stop()
+
+    asyncio.run(scenario())
+
+
+def test_without_redis_the_hub_is_not_live_and_publishing_does_not_raise():
+    settings = Settings(celery_broker_url=f"redis://127.0.0.1:{free_port()}/0")
+
+    async def scenario():
+        hub = WatchHub(settings, "ops")
+        await asyncio.sleep(0.5)
+        assert not hub.live.is_set()  # WatchJob polls instead
+        EventPublisher(settings)([("ops", "ops-1", 1)])
+        hub.stop()
+
+    asyncio.run(scenario())
