@@ -20,6 +20,7 @@ from support import clean_environ
 REPO = Path(__file__).resolve().parents[2]
 SERVICES = sorted(services())
 BLOCK = re.compile(r"^```sh\n(.*?)^```", re.S | re.M)
+EXAMPLES_CALL = {"pipeline": ("clip",)}  # the services a README's examples use besides its own
 
 
 def examples(service: str) -> str:
@@ -36,8 +37,9 @@ def examples(service: str) -> str:
 def environ(request, tmp_path_factory):
     """One stack of the services whose examples this run selected, up from a folder of its own
     (`paperworks up`, dev mode): one start for all of them."""
-    selected = sorted({item.callspec.params["service"] for item in request.session.items
-                       if item.module is request.module and hasattr(item, "callspec")})
+    chosen = {item.callspec.params["service"] for item in request.session.items
+              if item.module is request.module and hasattr(item, "callspec")}
+    selected = sorted(chosen.union(*(EXAMPLES_CALL.get(name, ()) for name in chosen)))
     state = tmp_path_factory.mktemp("readme-stack")
     bin_dir = str(Path(sys.executable).parent)
     env = {**clean_environ(), "PAPERWORKS_STATE_DIR": str(state), "COLUMNS": "160",
