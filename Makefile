@@ -31,7 +31,7 @@ demo: $(STAMP)
 	$(KEEP_HEAP) $(RUN_MODULE) paperworks.shared.devstack.demo
 
 test: $(STAMP)
-	$(KEEP_HEAP) $(RUN_MODULE) pytest -q --durations=25
+	$(KEEP_HEAP) $(RUN_MODULE) pytest -q --durations=25 -n 2 --dist loadfile
 
 proto: $(STAMP)
 	$(RUN_MODULE) paperworks.shared.devstack.protogen
