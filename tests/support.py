@@ -127,3 +127,13 @@ def free_port_here() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def task_process(worker_pid: int):
+    """The Celery worker pool's one task process (forked: the parent's command line), not the
+    short-lived child that works out the worker's device report."""
+    import psutil
+
+    worker = psutil.Process(worker_pid)
+    [child] = [c for c in worker.children() if c.cmdline() == worker.cmdline()]
+    return child

@@ -8,14 +8,13 @@ import psutil
 import pytest
 from fault.checks import assert_ended_once, wait_for_step, wait_in_flight, wait_published
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
-from support import chain
+from support import chain, task_process
 
 
 def test_sigkill_of_the_task_process_mid_job(stack, client, stack_store):
     job = client.submit("ops", "digest", seed=21, steps=30, rounds_per_step=20000)
     wait_for_step(client, job.id, 3)
-    worker = psutil.Process(stack.state.components["ops.worker"].pid)
-    [child] = worker.children()
+    child = task_process(stack.state.components["ops.worker"].pid)
     child.send_signal(signal.SIGKILL)
     done = assert_ended_once(client, stack_store, job.id, chain(21, 30, 20000)[-1])
     assert done.attempts == 2

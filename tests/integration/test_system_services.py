@@ -5,14 +5,13 @@ from __future__ import annotations
 import signal
 import uuid
 
-import psutil
 import pytest
 from paperworks.shared.db.engine import Database
 from paperworks.shared.db.jobs import JobStore
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.sdk.client import Client
 from paperworks.v1 import jobs_pb2
-from support import TOKENS, chain, require_system, start_stack
+from support import TOKENS, chain, require_system, start_stack, task_process
 
 
 @pytest.fixture
@@ -43,7 +42,7 @@ def test_job_flow_and_worker_kill_on_postgresql_and_redis(system_stack):
         for ev in client.watch(long.id, timeout=60):
             if ev.type == jobs_pb2.JOB_EVENT_TYPE_PROGRESS and ev.progress.step >= 2:
                 break
-        [child] = psutil.Process(system_stack.state.components["ops.worker"].pid).children()
+        child = task_process(system_stack.state.components["ops.worker"].pid)
         child.send_signal(signal.SIGKILL)
         done = client.wait(long.id, timeout=120)
         assert PROTO_TO_STATE[done.state] == "SUCCEEDED" and done.attempts == 2

@@ -6,10 +6,9 @@ from __future__ import annotations
 import signal
 from collections import Counter
 
-import psutil
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.v1 import jobs_pb2
-from support import chain, finished
+from support import chain, finished, task_process
 
 
 def digest(name, seed, steps, rounds, after=()):
@@ -24,8 +23,7 @@ def test_a_killed_pipeline_worker_resumes_without_submitting_any_step_twice(stac
     for event in client.watch(run.id, timeout=120):
         if "b running" in event.progress.message:
             break
-    worker = psutil.Process(stack.state.components["pipeline.worker"].pid)
-    [child] = worker.children()
+    child = task_process(stack.state.components["pipeline.worker"].pid)
     child.send_signal(signal.SIGKILL)
     done = finished(client, run, timeout=180)
     assert done.attempts == 2  # the killed execution and the one that resumed
