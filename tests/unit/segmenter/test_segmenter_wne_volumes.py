@@ -52,7 +52,7 @@ def _raw(array, zooms=None, compress=True):
     if zooms is not None:
         img.header["pixdim"][1:4] = zooms
     raw = img.to_bytes()
-    return gzip.compress(raw) if compress else raw
+    return gzip.compress(raw, mtime=0) if compress else raw  # the same bytes in every process
 
 
 @pytest.mark.parametrize(
@@ -65,6 +65,7 @@ def _raw(array, zooms=None, compress=True):
         (_raw(np.zeros((3, 3, 3), np.float32), (1.0, -1.0, 1.0)), "spacing"),
         (_raw(np.zeros((3, 3, 3), np.float32), (1.0, np.nan, 1.0), compress=False), "spacing"),
     ],
+    ids=["not-gzip", "short", "unreadable", "4-D", "negative-spacing", "nan-spacing"],
 )
 def test_bad_nifti_is_invalid_argument_saying_which(raw, why):
     with pytest.raises(InvalidArgument) as exc:
