@@ -86,9 +86,6 @@ class Dispatcher:
         self.handoff.release([j for j in taken if j not in send])
         return outcomes
 
-    def handle(self, raw: bytes) -> str:
-        return self.handle_batch([raw])[0]
-
     def _check(self, job_id: str, raw: bytes) -> str:
         """A job nobody handed over: is it this service's, of a known kind, still to run?"""
         job = self.store.intake_view(job_id)

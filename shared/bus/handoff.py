@@ -23,7 +23,7 @@ import queue
 import threading
 from collections.abc import Sequence
 
-import redis
+from paperworks.shared.bus.nudge import broker_redis
 from paperworks.shared.config import Settings
 from paperworks.shared.tasks.app import make_celery, task_name
 
@@ -36,11 +36,6 @@ def handed_key(settings: Settings, job_id: str) -> str:
     return f"{settings.celery_key_prefix}paperworks.handed:{job_id}"
 
 
-def _client(settings: Settings) -> redis.Redis:
-    return redis.Redis.from_url(settings.celery_broker_url, socket_timeout=2.0,
-                                socket_connect_timeout=2.0)
-
-
 class Handoff:
     """Sends jobs of one service to its Celery queue, each once (see the module docstring)."""
 
@@ -48,7 +43,7 @@ class Handoff:
         self.settings = settings
         self.service = service
         self._celery = None
-        self._redis = _client(settings)
+        self._redis = broker_redis(settings, timeout_s=2.0)
         self._sent_ttl_s = 2 * settings.celery_visibility_timeout_s
 
     @property

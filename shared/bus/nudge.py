@@ -29,9 +29,11 @@ def channel(settings: Settings, service: str) -> str:
     return f"{settings.celery_key_prefix}paperworks.{service}.intake"
 
 
-def _client(settings: Settings) -> redis.Redis:
-    return redis.Redis.from_url(settings.celery_broker_url, socket_timeout=1.0,
-                                socket_connect_timeout=1.0)
+def broker_redis(settings: Settings, timeout_s: float = 1.0) -> redis.Redis:
+    """A client of the Celery broker's Redis (nudges, hand-off keys, event notices), with short
+    timeouts: everything the platform keeps there is a hint or has a fallback."""
+    return redis.Redis.from_url(settings.celery_broker_url, socket_timeout=timeout_s,
+                                socket_connect_timeout=timeout_s)
 
 
 class NudgeSender:
@@ -46,7 +48,7 @@ class NudgeSender:
     def send(self) -> None:
         try:
             if self._redis is None:
-                self._redis = _client(self.settings)
+                self._redis = broker_redis(self.settings)
             self._redis.publish(self.channel, b"1")
         except redis.RedisError as exc:  # a hint only: dispatchers also poll on their own
             self._redis = None
@@ -79,7 +81,7 @@ class NudgeListener:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            client = _client(self.settings)
+            client = broker_redis(self.settings)
             pubsub = client.pubsub(ignore_subscribe_messages=True)
             try:
                 pubsub.subscribe(self.channel)

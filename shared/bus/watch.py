@@ -20,6 +20,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Iterable
 
 import redis
+from paperworks.shared.bus.nudge import broker_redis
 from paperworks.shared.config import Settings
 
 log = logging.getLogger(__name__)
@@ -27,11 +28,6 @@ log = logging.getLogger(__name__)
 
 def channel(settings: Settings, service: str) -> str:
     return f"{settings.celery_key_prefix}paperworks.{service}.events"
-
-
-def _client(settings: Settings) -> redis.Redis:
-    return redis.Redis.from_url(settings.celery_broker_url, socket_timeout=1.0,
-                                socket_connect_timeout=1.0)
 
 
 class EventPublisher:
@@ -74,7 +70,7 @@ class EventPublisher:
             last[(service, job_id)] = max(seq, last.get((service, job_id), 0))
         try:
             if self._redis is None:
-                self._redis = _client(self.settings)
+                self._redis = broker_redis(self.settings)
             pipe = self._redis.pipeline(transaction=False)
             for (service, job_id), seq in last.items():
                 pipe.publish(channel(self.settings, service), f"{job_id} {seq}")
@@ -124,7 +120,7 @@ class WatchHub:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            client = _client(self.settings)
+            client = broker_redis(self.settings)
             pubsub = client.pubsub(ignore_subscribe_messages=True)
             try:
                 pubsub.subscribe(self.channel)
