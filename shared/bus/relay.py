@@ -1,7 +1,8 @@
-"""The outbox relay: publishes committed outbox rows to Kafka, then marks them sent.
+"""The relay: publishes committed intake records (outbox rows, then marked sent) and
+job events (`job_events` rows past the service's cursor, which then moves) to Kafka.
 
 Nothing reaches Kafka unless its transaction committed. A crash between the
-publish and the mark republishes the row (at-least-once); consumers are
+publish and the mark republishes the rows (at-least-once); consumers are
 idempotent. The broker of the embedded stack keeps messages in memory only, so
 after a broker restart the relay republishes from the database.
 
@@ -18,15 +19,18 @@ import json
 import logging
 import threading
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 
 from paperworks.shared.bus.handoff import Handoff
 from paperworks.shared.bus.nudge import NudgeSender
 from paperworks.shared.config import Settings
 from paperworks.shared.db.engine import Database
-from paperworks.shared.db.jobs import OUTBOX, JobStore, jobs_topic
-from paperworks.shared.db.models import utcnow
-from sqlalchemy import Row, select, update
+from paperworks.shared.db.jobs import EVENTS, EVENTS_TOPIC, JOBS, OUTBOX, JobStore, jobs_topic
+from paperworks.shared.db.models import RelayCursor, utcnow
+from sqlalchemy import Row, Select, select, text, tuple_, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+CURSORS = RelayCursor.__table__
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +57,13 @@ class OutboxRelay:
         return self._producer
 
     def relay_once(self) -> int:
-        """Publishes one batch; returns how many rows were sent.
+        """Publishes one batch of intake records, then one of events; returns how many."""
+        return self._relay_intake() + self._relay_events()
 
-        On PostgreSQL the rows stay locked (SKIP LOCKED) while they are published, so
-        replicas split the outbox. SQLite locks the whole database for a writer, so
-        there the rows are read, published outside any transaction, then marked.
+    def _relay_intake(self) -> int:
+        """The outbox (intake records). On PostgreSQL the rows stay locked (SKIP LOCKED) while
+        they are published, so replicas split the outbox. SQLite locks the whole database for
+        a writer, so there the rows are read, published outside any transaction, then marked.
         """
         query = (
             select(OUTBOX.c.id, OUTBOX.c.topic, OUTBOX.c.key, OUTBOX.c.payload)
@@ -78,25 +84,82 @@ class OutboxRelay:
                     self._mark_sent(conn, sent)
         return len(rows)
 
+    def _relay_events(self) -> int:
+        """`job_events` past this service's cursor, in commit order, then the cursor moves.
+
+        On PostgreSQL event ids come from a sequence and need not commit in order, so the
+        relay reads only rows whose transaction is older than the oldest one still running
+        (the snapshot's xmin: no row can appear behind the cursor later) and orders them by
+        (transaction, id); the cursor row stays locked while they are published, so replicas
+        take turns (SKIP LOCKED). On SQLite one writer at a time commits ids in order.
+        A crash between the publish and the cursor's update republishes the batch.
+        """
+        if self.db.engine.dialect.name == "postgresql":
+            with self.db.write() as conn:
+                conn.execute(postgresql.insert(CURSORS).values(service=self.service, tx=0, event_id=0)
+                             .on_conflict_do_nothing(index_elements=["service"]))
+                cursor = conn.execute(select(CURSORS.c.tx, CURSORS.c.event_id)
+                                      .where(CURSORS.c.service == self.service)
+                                      .with_for_update(skip_locked=True)).first()
+                if cursor is None:
+                    return 0  # another replica is publishing
+                after = tuple_(EVENTS.c.tx, EVENTS.c.id) > tuple_(*cursor)
+                finished = EVENTS.c.tx < text("pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+                rows = list(conn.execute(self._events_after(after, finished)
+                                         .order_by(EVENTS.c.tx, EVENTS.c.id)))
+                if rows:
+                    self._send(rows)
+                    conn.execute(update(CURSORS).where(CURSORS.c.service == self.service)
+                                 .values(tx=rows[-1].tx, event_id=rows[-1].id))
+            return len(rows)
+        with self.db.read_rows() as conn:
+            last = conn.execute(select(CURSORS.c.event_id)
+                                .where(CURSORS.c.service == self.service)).scalar() or 0
+            rows = list(conn.execute(self._events_after(EVENTS.c.id > last).order_by(EVENTS.c.id)))
+        if rows:
+            self._send(rows)
+            with self.db.write() as conn:
+                conn.execute(sqlite.insert(CURSORS).values(service=self.service, tx=0,
+                                                           event_id=rows[-1].id)
+                             .on_conflict_do_update(index_elements=["service"],
+                                                    set_={"event_id": rows[-1].id}))
+        return len(rows)
+
+    def _events_after(self, *conditions) -> Select:
+        """The service's events as Kafka records (topic, key, payload), with their position."""
+        return (select(EVENTS.c.id, EVENTS.c.tx, EVENTS.c.job_id, EVENTS.c.seq, EVENTS.c.type,
+                       EVENTS.c.state, EVENTS.c.payload, EVENTS.c.created_at, JOBS.c.kind,
+                       JOBS.c.tenant)
+                .join(JOBS, JOBS.c.id == EVENTS.c.job_id)
+                .where(JOBS.c.service == self.service, *conditions)
+                .limit(self.batch))
+
+    def _event_record(self, row: Row) -> tuple[str, str, dict]:
+        time_ = row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=UTC)
+        return EVENTS_TOPIC, row.job_id, {
+            "job_id": row.job_id, "service": self.service, "kind": row.kind,
+            "tenant": row.tenant, "seq": row.seq, "type": row.type, "state": row.state,
+            "time": time_.isoformat(), **(row.payload or {})}
+
     def _publish(self, rows: list[Row]) -> list[tuple[list[Row], datetime]]:
-        """Job intake first (then the dispatchers are nudged), events after: a job's start
-        never waits behind the events of jobs before it. Returns the rows with the time
-        Kafka had them."""
+        """Publishes outbox rows (intake records, then the dispatchers are nudged; anything
+        else after). Returns the rows with the time Kafka had them."""
         intake = [r for r in rows if r.topic == self._intake_topic]
-        events = [r for r in rows if r.topic != self._intake_topic]
+        other = [r for r in rows if r.topic != self._intake_topic]
         sent = []
         if intake:
             sent.append((intake, self._send(intake)))
             self._nudges.send()
-        if events:
-            sent.append((events, self._send(events)))
+        if other:
+            sent.append((other, self._send(other)))
         return sent
 
     def _send(self, rows: list[Row]) -> datetime:
         producer = self._producer_or_none()
-        futures = [
-            producer.send(r.topic, key=r.key, value=json.dumps(r.payload).encode()) for r in rows
-        ]
+        records = [self._event_record(r) if "seq" in r._fields else (r.topic, r.key, r.payload)
+                   for r in rows]
+        futures = [producer.send(topic, key=key, value=json.dumps(payload).encode())
+                   for topic, key, payload in records]
         producer.flush(timeout=10)
         for f in futures:
             f.get(timeout=10)  # raises if the broker did not take it: the rows stay unsent

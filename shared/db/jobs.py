@@ -3,8 +3,8 @@
 Each state change is a compare-and-set (`UPDATE ... WHERE state IN (...)`), so
 a redelivered or duplicated task cannot move a job that has already finished.
 Each change also appends the job's next event (numbered by the job row's own
-counter, so concurrent writers cannot reuse a number) and an outbox row that
-the relay publishes to Kafka after the commit.
+counter, so concurrent writers cannot reuse a number), which the relay publishes
+to Kafka after the commit; a submit also writes the job's intake outbox row.
 
 The writes go through Core statements on one connection (`Database.write`):
 each is one short transaction whose guarded UPDATE returns what the rest of it
@@ -42,7 +42,7 @@ from paperworks.shared.db.models import (
     utcnow,
 )
 from paperworks.shared.errors import InvalidArgument, NotFound
-from sqlalchemy import Connection, Row, Table, and_, func, insert, or_, select, update
+from sqlalchemy import Connection, Row, Table, and_, func, insert, or_, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 EVENTS_TOPIC = "paperworks.events"
@@ -61,6 +61,8 @@ EVENTS: Table = JobEvent.__table__
 OUTBOX: Table = OutboxMessage.__table__
 ARTIFACTS: Table = Artifact.__table__
 JOB_ARTIFACTS: Table = JobArtifact.__table__
+# PostgreSQL's id of the writing transaction, as a number (xid8 has no cast to bigint)
+CURRENT_TX = text("pg_current_xact_id()::text::bigint")
 # what every guarded update returns: the event number it took and the job's identity
 _SEQ_AND_IDENTITY = (JOBS.c.event_seq, JOBS.c.service, JOBS.c.kind, JOBS.c.tenant)
 
@@ -152,7 +154,7 @@ class JobStore:
         idempotency_key: str | None = None,
         parent_job_id: str | None = None,
     ) -> tuple[Job, bool]:
-        """Writes the QUEUED job, its first event and its outbox row; or finds the keyed job.
+        """Writes the QUEUED job, its first event and its intake outbox row; or finds the keyed job.
 
         The returned Job holds exactly the values the transaction inserted (no read-back).
         """
@@ -581,18 +583,17 @@ class JobStore:
     @staticmethod
     def _insert_event(conn: Connection, job_id: str, seq: int, identity: tuple[str, str, str],
                       type_: str, state: str, payload: dict, now: datetime | None = None) -> None:
-        """Appends event `seq` (taken by the caller's guarded update) and its outbox row."""
+        """Appends event `seq` (taken by the caller's guarded update). The relay publishes it
+        from this row (`paperworks.shared.bus.relay`); on PostgreSQL the row records its
+        transaction's id, which tells the relay when every earlier writer has finished."""
         now = now or utcnow()
-        service, kind, tenant = identity
+        service = identity[0]
         conn.info.get(_WRITTEN, []).append((service, job_id, seq))
-        conn.execute(insert(EVENTS), {"job_id": job_id, "seq": seq, "type": type_,
-                                      "state": state, "payload": payload, "created_at": now})
-        conn.execute(insert(OUTBOX), {
-            "service": service, "topic": EVENTS_TOPIC, "key": job_id, "created_at": now,
-            "payload": {"job_id": job_id, "service": service, "kind": kind, "tenant": tenant,
-                        "seq": seq, "type": type_, "state": state, "time": now.isoformat(),
-                        **payload},
-        })
+        row = {"job_id": job_id, "seq": seq, "type": type_, "state": state, "payload": payload,
+               "created_at": now}
+        if conn.dialect.name == "postgresql":
+            row["tx"] = CURRENT_TX
+        conn.execute(insert(EVENTS).values(row))
 
 
 def _dialect(conn: Connection):

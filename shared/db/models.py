@@ -1,4 +1,4 @@
-"""SQLAlchemy models: jobs, their events, artifacts, and the transactional outbox.
+"""SQLAlchemy models: jobs, their events, artifacts, the transactional outbox and relay cursors.
 
 The same models run on SQLite (embedded) and PostgreSQL (production); alembic
 migrations in `migrations/` create them. Job state only moves through the
@@ -83,10 +83,17 @@ class Job(Base):
 
 
 class JobEvent(Base):
+    """A job's numbered event. The relay publishes these rows to Kafka in commit order, read
+    past its cursor (`RelayCursor`): no outbox row per event. `tx` is the writing transaction's
+    id on PostgreSQL (whose ids do not follow commit order); SQLite's single writer commits ids
+    in order, so there it stays empty."""
+
     __tablename__ = "job_events"
-    __table_args__ = (UniqueConstraint("job_id", "seq", name="uq_job_events_seq"),)
+    __table_args__ = (UniqueConstraint("job_id", "seq", name="uq_job_events_seq"),
+                      Index("ix_job_events_tx", "tx", "id"))
 
     id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
+    tx: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     job_id: Mapped[str] = mapped_column(String(96), ForeignKey("jobs.id", ondelete="CASCADE"))
     seq: Mapped[int] = mapped_column(BigInteger)
     type: Mapped[str] = mapped_column(String(32))
@@ -137,7 +144,8 @@ class Upload(Base):
 
 
 class OutboxMessage(Base):
-    """A Kafka message written in the same transaction as the change it announces."""
+    """A Kafka message written in the same transaction as the change it announces: a job's intake
+    record (submit, re-announcement). Events are published from `job_events` itself."""
 
     __tablename__ = "outbox"
     __table_args__ = (Index("ix_outbox_unsent", "service", "sent_at", "id"),)
@@ -149,3 +157,13 @@ class OutboxMessage(Base):
     payload: Mapped[dict] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class RelayCursor(Base):
+    """How far a service's relay has published `job_events`: the last (tx, id) it sent."""
+
+    __tablename__ = "relay_cursors"
+
+    service: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tx: Mapped[int] = mapped_column(BigInteger, default=0)
+    event_id: Mapped[int] = mapped_column(BigInteger, default=0)

@@ -2,6 +2,7 @@
 idempotency per tenant, fencing by lease, gap-free event numbering, paging."""
 from __future__ import annotations
 
+import json
 import threading
 import time
 from datetime import UTC, datetime
@@ -18,14 +19,43 @@ def submit(store, tenant="t1", key=None, params=PARAMS):
     return store.submit(tenant, "ops", "digest", params, key)
 
 
-def test_submit_writes_job_event_and_outbox_in_one_go(store):
+class RecordingProducer:
+    """Stands in for the Kafka producer where a test reads what the relay would send."""
+
+    def __init__(self):
+        self.sent: list[tuple[str, str, dict]] = []
+
+    def send(self, topic, key, value):
+        self.sent.append((topic, key, json.loads(value)))
+        return self
+
+    def get(self, timeout):
+        return None
+
+    def flush(self, timeout):
+        return None
+
+
+def relay_events(store, tmp_path, service="ops") -> list[tuple[str, str, dict]]:
+    """The event records the service's relay publishes now (its cursor then moves past them)."""
+    from paperworks.shared.bus.relay import OutboxRelay
+    from paperworks.shared.config import Settings
+
+    relay = OutboxRelay(Settings(state_dir=tmp_path), store.db, service)
+    relay._producer = producer = RecordingProducer()
+    while relay._relay_events():
+        pass
+    return producer.sent
+
+
+def test_submit_writes_job_event_and_intake_record_in_one_go(store):
     job, created = submit(store)
     assert created and job.state == "QUEUED" and job.id.startswith("ops-")
     events = store.events_after(job.id, 0)
     assert [(e.seq, e.type, e.state) for e in events] == [(1, "STATE_CHANGED", "QUEUED")]
-    with store.db.session() as s:
+    with store.db.session() as s:  # events are published from job_events, not the outbox
         topics = sorted(m.topic for m in s.query(OutboxMessage).filter_by(key=job.id))
-    assert topics == ["paperworks.events", "paperworks.ops.jobs"]
+    assert topics == ["paperworks.ops.jobs"]
 
 
 def test_idempotency_key_is_per_tenant_and_checks_parameters(store):
@@ -184,7 +214,7 @@ def test_a_takeover_reattaching_an_artifact_name_keeps_one_reference_to_the_last
     assert seqs == list(range(1, len(seqs) + 1))
 
 
-def test_a_model_is_announced_only_as_an_attached_artifact_and_only_by_the_lease_holder(store):
+def test_a_model_is_announced_only_as_an_attached_artifact_and_only_by_the_lease_holder(store, tmp_path):
     job, _ = submit(store)
     run = store.acquire(job.id, lease_s=30, max_attempts=5)
     ref = {"sha256": "d" * 64, "name": "model.safetensors", "media_type": "application/octet-stream",
@@ -201,9 +231,7 @@ def test_a_model_is_announced_only_as_an_attached_artifact_and_only_by_the_lease
     assert [e.type for e in events] == ["STATE_CHANGED", "STATE_CHANGED", "ARTIFACT_ADDED", "MODEL_READY"]
     assert [e.seq for e in events] == [1, 2, 3, 4]  # the refused announcements took no number
     assert events[-1].payload == {"artifact": ref, "message": "2-bit checkpoint"}
-    with store.db.session() as s:
-        rows = s.query(OutboxMessage).filter_by(key=job.id, topic="paperworks.events")
-        published = [m.payload for m in rows]
+    published = [value for topic, _, value in relay_events(store, tmp_path)]
     ready = [p for p in published if p["type"] == "MODEL_READY"]
     assert len(ready) == 1 and ready[0]["artifact"] == ref and ready[0]["service"] == "ops"
 
@@ -240,9 +268,9 @@ def test_pruning_deletes_published_outbox_rows_and_old_events_but_the_terminal_o
     with store.db.write() as conn:  # the relay published everything of `done`, nothing of `waiting`
         conn.execute(OUTBOX.update().where(OUTBOX.c.key == done.id)
                      .values(sent_at=datetime.now(UTC) - timedelta(hours=2)))
-    assert store.prune("ops", sent_before_s=3600, finished_before_days=0) == (5, 0)
+    assert store.prune("ops", sent_before_s=3600, finished_before_days=0) == (1, 0)
     with store.db.read_rows() as conn:
-        assert conn.execute(select(func.count()).select_from(OUTBOX)).scalar() == 2  # waiting's
+        assert conn.execute(select(func.count()).select_from(OUTBOX)).scalar() == 1  # waiting's
     assert len(store.events_after(done.id, 0)) == 4
     with store.db.write() as conn:
         conn.execute(JOBS.update().where(JOBS.c.id == done.id)
@@ -251,3 +279,67 @@ def test_pruning_deletes_published_outbox_rows_and_old_events_but_the_terminal_o
     [last] = store.events_after(done.id, 0)
     assert (last.type, last.state) == ("STATE_CHANGED", "SUCCEEDED")  # a watch still ends
     assert len(store.events_after(waiting.id, 0)) == 1
+
+
+def test_the_relay_publishes_each_event_once_in_order_with_the_jobs_identity(store, tmp_path):
+    job, _ = submit(store, "t9")
+    run = store.acquire(job.id, lease_s=30, max_attempts=5)
+    store.report_progress(job.id, run.token, {"step": 1})
+    first = relay_events(store, tmp_path)
+    store.finish(job.id, run.token, "SUCCEEDED", result={})
+    other = store.submit("t9", "segmenter", "train", {}, None)[0]  # another service's relay sends it
+    second = relay_events(store, tmp_path)
+    records = first + second
+    assert {topic for topic, _, _ in records} == {"paperworks.events"}
+    assert [(key, p["seq"], p["type"], p["state"]) for _, key, p in records] == [
+        (job.id, 1, "STATE_CHANGED", "QUEUED"), (job.id, 2, "STATE_CHANGED", "RUNNING"),
+        (job.id, 3, "PROGRESS", "RUNNING"), (job.id, 4, "STATE_CHANGED", "SUCCEEDED")]
+    assert all(p["tenant"] == "t9" and p["service"] == "ops" and p["kind"] == "digest"
+               for _, _, p in records)
+    assert records[2][2]["progress"] == {"step": 1} and "T" in records[0][2]["time"]
+    assert relay_events(store, tmp_path) == []  # the cursor moved past them
+    assert [p["job_id"] for _, _, p in relay_events(store, tmp_path, "segmenter")] == [other.id]
+
+
+def test_a_failed_publish_leaves_the_cursor_so_the_events_go_again(store, tmp_path):
+    from paperworks.shared.bus.relay import OutboxRelay
+    from paperworks.shared.config import Settings
+
+    job, _ = submit(store)
+
+    class Refusing(RecordingProducer):
+        def get(self, timeout):
+            raise TimeoutError("broker down")
+
+    relay = OutboxRelay(Settings(state_dir=tmp_path), store.db, "ops")
+    relay._producer = Refusing()
+    with pytest.raises(TimeoutError):
+        relay._relay_events()
+    assert [p["seq"] for _, _, p in relay_events(store, tmp_path)] == [1]
+
+
+def test_on_postgres_an_event_committed_late_behind_a_later_id_is_not_skipped(pg_url, tmp_path):
+    """Sequence ids do not follow commit order: a transaction holding a lower id may commit
+    after one holding a higher id has been published. The relay waits for it (snapshot xmin)."""
+    from paperworks.shared.db.engine import Database
+    from paperworks.shared.db.jobs import JobStore
+    from paperworks.shared.db.migrate import upgrade
+
+    upgrade(pg_url)
+    store = JobStore(Database(pg_url))
+    slow, _ = submit(store)
+    fast, _ = submit(store)
+    assert len(relay_events(store, tmp_path)) == 2
+    run_slow = store.acquire(slow.id, lease_s=30, max_attempts=5)
+    run_fast = store.acquire(fast.id, lease_s=30, max_attempts=5)
+    assert len(relay_events(store, tmp_path)) == 2
+    held = store.db.engine.connect()
+    tx = held.begin()
+    store._insert_event(held, slow.id, 3, ("ops", "digest", "t1"), "PROGRESS", "RUNNING", {"step": 7})
+    store.report_progress(fast.id, run_fast.token, {"step": 1})  # a later id, committed first
+    assert relay_events(store, tmp_path) == []  # held back while the earlier writer is open
+    tx.commit()
+    held.close()
+    late = relay_events(store, tmp_path)
+    assert [(k, p["type"]) for _, k, p in late] == [(slow.id, "PROGRESS"), (fast.id, "PROGRESS")]
+    assert run_slow.token
