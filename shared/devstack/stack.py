@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from paperworks.shared import registry
 from paperworks.shared.config import Settings
@@ -53,6 +54,9 @@ class Component:
     port: int | None = None
     pid: int | None = None
     ready_check: str = "port"  # "port" | "file"
+    # the process's start time (clock ticks after boot, Linux): a pid the kernel reused for
+    # another process after this one died does not match it, so it is never signalled
+    started: int | None = None
 
 
 @dataclass
@@ -73,6 +77,22 @@ def port_busy(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.2)
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def start_ticks(pid: int) -> int | None:
+    """When process `pid` started (/proc/<pid>/stat field 22), or None where unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def running(comp: Component) -> bool:
+    """Whether the component's own process still runs (not another one holding its old pid)."""
+    if not pid_alive(comp.pid):
+        return False
+    return comp.started is None or start_ticks(comp.pid) in (None, comp.started)
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -207,7 +227,7 @@ class EmbeddedStack:
     def up(self) -> StackState:
         if self.settings.stack_file.exists():
             old = load_state(self.settings)
-            if any(pid_alive(c.pid) for c in old.components.values()):
+            if any(running(c) for c in old.components.values()):
                 raise StackError(f"a stack is already up in {self.settings.state_dir}: "
                                  "`paperworks down` first")
         self.settings.state_dir.mkdir(parents=True, exist_ok=True)
@@ -250,7 +270,7 @@ class EmbeddedStack:
                 stdin=subprocess.DEVNULL, start_new_session=True,
             )
         self._procs[name] = proc
-        comp.pid = proc.pid
+        comp.pid, comp.started = proc.pid, start_ticks(proc.pid)
         return proc.pid
 
     def _wait_ready(self, names: list[str], timeout: float = START_TIMEOUT_S) -> None:
@@ -259,7 +279,7 @@ class EmbeddedStack:
         while pending:
             for name in list(pending):
                 comp = self.state.components[name]
-                if not pid_alive(comp.pid):
+                if not running(comp):
                     log = self.settings.state_dir / "logs" / f"{name}.log"
                     tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
                     raise StackError(f"{name} exited at start: {tail[0] if tail else 'no output'}"
@@ -276,14 +296,14 @@ class EmbeddedStack:
 
     def stop(self, name: str, sig: int = signal.SIGTERM, timeout: float = 15.0) -> None:
         comp = self.state.components[name]
-        _signal_group(comp.pid, sig)
+        _signal_group(comp, sig)
         deadline = time.monotonic() + timeout
-        while pid_alive(comp.pid) and time.monotonic() < deadline:
+        while running(comp) and time.monotonic() < deadline:
             if name in self._procs:
                 self._procs[name].poll()
             time.sleep(0.05)
-        if pid_alive(comp.pid):
-            _signal_group(comp.pid, signal.SIGKILL)
+        if running(comp):
+            _signal_group(comp, signal.SIGKILL)
         if name in self._procs:
             self._procs[name].wait(timeout=5)
 
@@ -299,7 +319,7 @@ class EmbeddedStack:
         order = [n for n in self.state.components if n not in ("kafka", "redis")]
         order += [n for n in ("kafka", "redis") if n in self.state.components]
         for name in order:
-            if pid_alive(self.state.components[name].pid):
+            if running(self.state.components[name]):
                 self.stop(name)
         self.settings.stack_file.unlink(missing_ok=True)
 
@@ -321,11 +341,12 @@ def is_ready(settings: Settings, comp: Component) -> bool:
     return port_busy(comp.port)
 
 
-def _signal_group(pid: int | None, sig: int) -> None:
-    if not pid:
+def _signal_group(comp: Component, sig: int) -> None:
+    """Signals the component's process group, only while its pid is still that process."""
+    if not running(comp):
         return
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
+        os.killpg(comp.pid, sig)
 
 
 def load_state(settings: Settings) -> StackState:

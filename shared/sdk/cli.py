@@ -433,7 +433,7 @@ def up(
 def status():
     """Each process of the embedded stack: alive, ready, gRPC health."""
     _require_server()
-    from paperworks.shared.devstack.stack import StackError, attach, is_ready, pid_alive
+    from paperworks.shared.devstack.stack import StackError, attach, is_ready, running
 
     try:
         stack = attach(get_settings())
@@ -442,7 +442,7 @@ def status():
     table = Table("component", "pid", "port", "alive", "ready", "health", "device · kernels")
     healthy = True
     for name, comp in stack.state.components.items():
-        alive = pid_alive(comp.pid)
+        alive = running(comp)
         ready = alive and is_ready(get_settings(), comp)
         health = _health(comp.port) if name.endswith(".server") and alive else "-"
         healthy &= alive and ready and health in ("SERVING", "-")

@@ -1,0 +1,43 @@
+"""The embedded stack signals only its own processes: a pid from the state file that the kernel
+has since given to another process is left alone (its start time differs)."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+from paperworks.shared.devstack.stack import Component, _signal_group, running, start_ticks
+
+
+def sleeper() -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                            start_new_session=True)
+
+
+def test_a_component_whose_pid_now_names_another_process_is_not_running_and_not_signalled():
+    proc = sleeper()
+    try:
+        ours = Component("a", [], pid=proc.pid, started=start_ticks(proc.pid))
+        assert ours.started is not None and running(ours)
+        reused = Component("b", [], pid=proc.pid, started=ours.started - 1)  # an older process's pid
+        assert not running(reused)
+        _signal_group(reused, signal.SIGTERM)
+        assert proc.poll() is None  # the other process lives on
+        _signal_group(ours, signal.SIGTERM)
+        assert proc.wait(timeout=10) == -signal.SIGTERM
+        assert not running(ours)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_state_file_without_start_times_still_stops_its_processes():
+    proc = sleeper()
+    try:
+        legacy = Component("a", [], pid=proc.pid)  # written before start times were recorded
+        assert running(legacy)
+        _signal_group(legacy, signal.SIGKILL)
+        assert proc.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        proc.kill()
+        proc.wait()
