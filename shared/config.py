@@ -38,6 +38,12 @@ class Settings(BaseSettings):
     )
     worker_concurrency: int = Field(default=1, ge=1, description="Task processes per worker pool.")
     artifact_root: Path | None = Field(default=None, description="Empty means state_dir/artifacts.")
+    artifact_fsync: bool | None = Field(
+        default=None, description="fsync each artifact written to the filesystem store before its job "
+        "records it. Empty: as durable as the database's commits (yes on PostgreSQL; no on the embedded "
+        "SQLite, whose WAL commits are not synced either: a crashed process loses neither, a power cut "
+        "may lose both)."
+    )
     s3_bucket: str = Field(default="", description="Artifacts and uploads in this S3 bucket (any "
                            "S3-compatible store); empty: the filesystem under artifact_root.")
     s3_endpoint_url: str = Field(default="", description="S3 endpoint, e.g. http://minio:9000; empty: AWS.")
@@ -160,6 +166,13 @@ class Settings(BaseSettings):
     @property
     def sqlalchemy_url(self) -> str:
         return self.database_url or f"sqlite:///{self.state_dir / 'paperworks.db'}"
+
+    @property
+    def artifacts_durable(self) -> bool:
+        """Whether the filesystem artifact store syncs each blob (see `artifact_fsync`)."""
+        if self.artifact_fsync is not None:
+            return self.artifact_fsync
+        return not self.sqlalchemy_url.startswith("sqlite")
 
     @property
     def artifacts_dir(self) -> Path:

@@ -60,3 +60,24 @@ def test_the_settings_choose_the_store(s3_endpoint, tmp_path):
     url, bucket = s3_endpoint
     s3 = open_artifact_store(Settings(state_dir=tmp_path, s3_bucket=bucket, s3_endpoint_url=url))
     assert isinstance(s3, S3ArtifactStore) and s3.get(s3.put(b"x")) == b"x"
+
+
+def test_blobs_are_synced_as_durably_as_the_database_commits(tmp_path, monkeypatch):
+    import os
+
+    from paperworks.shared.config import Settings
+
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real(fd))
+    embedded = open_artifact_store(Settings(state_dir=tmp_path))
+    postgres = open_artifact_store(Settings(state_dir=tmp_path, database_url="postgresql+psycopg://x/y"))
+    forced = open_artifact_store(Settings(state_dir=tmp_path, artifact_fsync=True))
+    assert (embedded.durable, postgres.durable, forced.durable) == (False, True, True)
+    sha = embedded.put(b"embedded")
+    assert synced == [] and embedded.get(sha) == b"embedded"
+    postgres.put(b"synced")
+    source = tmp_path / "upload.bin"
+    source.write_bytes(b"an upload")
+    forced.put_file(source)
+    assert len(synced) == 2
