@@ -6,7 +6,10 @@ Where a stage computes nothing data-dependent (the detector's first step, the bo
 the rect masks, the prototype regularizer) it runs on meta whole, so a tensor it built on the CPU would
 meet the meta ones and raise. The data-dependent rest (NMS, matching, packing pairs) cannot run on meta:
 there a torch-function mode records every tensor the method code builds without naming a device, over a
-whole train (depth order on) + evaluate + predict run on the CPU, and the test wants none (issue 29).
+whole train (depth order on) + evaluate + predict run on the CPU, and the test wants none (issue 29);
+the relation heads that run does not reach are checked one training step and scoring pass each. The same
+mode records where the method code reads tensors back to the host (`.cpu()`, `.numpy()`): only the few
+intended places (`HOST_READS`), so no CPU copy can meet device tensors again.
 Mixed precision: the detector's inference pass tolerates bf16 autocast (checked on the CPU's bf16)."""
 from __future__ import annotations
 
@@ -25,19 +28,21 @@ from paperworks.services.scenegraph.data.__main__ import write_image
 from paperworks.services.scenegraph.data.scenes import SceneConfig, generate_scenes
 from paperworks.services.scenegraph.dsnet import DSNetConfig
 from paperworks.services.scenegraph.generator import SceneGraphGenerator, TrainConfig, features_on
-from paperworks.services.scenegraph.relation_model import RelationConfig
+from paperworks.services.scenegraph.relation_model import RelationConfig, RelationModel
 from paperworks.services.scenegraph.sgg import detector as detector_module
 from paperworks.services.scenegraph.sgg.components import PrototypeClassifier, rect_masks
 from paperworks.services.scenegraph.sgg.detector import image_tensor, train_box_classifier
 from paperworks.services.scenegraph.sgg.roi_align import roi_align
 from paperworks.services.scenegraph.spec import EvaluateParams, PredictParams, TrainParams
 from paperworks.shared.config import get_settings
+from paperworks.shared.devices import autocast
 from paperworks.shared.tasks.context import JobContext
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
 SYNTHETIC = {"synthetic": {"seed": 4, "images": 8}}
 SMALL = {"detector_epochs": 1, "relation_epochs": 1, "max_objects": 6}
+needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU here")
 
 
 class _Context(JobContext):
@@ -173,45 +178,102 @@ FACTORIES = {torch.tensor, torch.as_tensor, torch.zeros, torch.ones, torch.full,
 # built on the CPU on purpose: modules' construction (seeded there, then moved), and the annotation's
 # predicate counts that the frequency prior's construction reads
 BUILT_ON_THE_CPU = {"__init__", "predicate_counts"}
+# where the method code reads a tensor back to the host on purpose: the greedy NMS loop's few IoUs (its
+# result goes back to the boxes' device), the LSTM packing's lengths (pack_padded_sequence wants them on
+# the CPU), and the scores and boxes the metrics and the ranking read. Any other `.cpu()`/`.numpy()` in
+# the method code is a tensor that may meet device tensors again.
+HOST_READS = {"sgg/detector.py (_nms: cpu)", "baselines/motifs.py (_bilstm: cpu)",
+              "generator.py (_scores: cpu)", "generator.py (predict: numpy)"}
 
 
 class FactoryCalls(TorchFunctionMode):
     """Records the tensor factories the method code calls, and which of them name no device (so would
-    build the tensor on the CPU whatever the device of the inputs it meets)."""
+    build the tensor on the CPU whatever the device of the inputs it meets), and where it reads tensors
+    back to the host. `torch.from_numpy` takes no device and no mode sees it: `watch_from_numpy` counts
+    every call of it from the method code as one without a device."""
 
     def __init__(self):
         super().__init__()
         self.checked = 0
         self.without_device: set[str] = set()
+        self.to_host: set[str] = set()
+
+    @staticmethod
+    def _method_code(frame) -> str:
+        """The frame's file relative to the service when it is method code built off the CPU, else ""."""
+        path = Path(frame.f_code.co_filename).resolve()
+        where = path.relative_to(SCENEGRAPH).as_posix() if path.is_relative_to(SCENEGRAPH) else ""
+        return where if where.startswith(METHOD_CODE) and frame.f_code.co_name not in BUILT_ON_THE_CPU else ""
+
+    def _factory(self, frame, name: str, kwargs: dict) -> None:
+        if where := self._method_code(frame):
+            self.checked += 1
+            if "device" not in kwargs:
+                self.without_device.add(f"{where}:{frame.f_lineno} ({frame.f_code.co_name}: torch.{name})")
+
+    def watch_from_numpy(self, monkeypatch) -> None:
+        real = torch.from_numpy
+
+        def from_numpy(array):
+            self._factory(sys._getframe(1), "from_numpy", {})
+            return real(array)
+
+        monkeypatch.setattr(torch, "from_numpy", from_numpy)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        frame = sys._getframe(1)  # the caller: factories and tensor methods are builtins, no frame between
         if func in FACTORIES:
-            frame = sys._getframe(1)  # the caller: factories are builtins, no torch frame between
-            path = Path(frame.f_code.co_filename).resolve()
-            where = path.relative_to(SCENEGRAPH).as_posix() if path.is_relative_to(SCENEGRAPH) else ""
-            if where.startswith(METHOD_CODE) and frame.f_code.co_name not in BUILT_ON_THE_CPU:
-                self.checked += 1
-                if "device" not in kwargs:
-                    self.without_device.add(f"{where}:{frame.f_lineno} ({frame.f_code.co_name}: "
-                                            f"torch.{func.__name__})")
+            self._factory(frame, func.__name__, kwargs)
+        elif func in (torch.Tensor.cpu, torch.Tensor.numpy) and (where := self._method_code(frame)):
+            self.to_host.add(f"{where} ({frame.f_code.co_name}: {func.__name__})")
         return func(*args, **kwargs)
 
 
-def test_no_tensor_of_the_method_is_built_off_its_inputs_device(vocab):
+def test_no_tensor_of_the_method_is_built_off_its_inputs_device(vocab, monkeypatch):
     """Train (depth order on, so the estimator's stage runs), evaluate in all three modes and predict,
-    on the CPU: every tensor the method code creates names the device it follows."""
+    on the CPU: every tensor the method code creates names the device it follows, and it reads tensors
+    back to the host only where it means to."""
     samples = generate_scenes(12, seed=5, cfg=SceneConfig(overlap_pair_rate=0.7))
     cfg = TrainConfig(relation=RelationConfig(base="motifs", dsnet=DSNetConfig(dim=16, heads=2)),
                       detector_epochs=1, classifier_epochs=1, relation_epochs=1, max_objects=6,
                       depth_order=True)
     calls = FactoryCalls()
+    calls.watch_from_numpy(monkeypatch)
     with calls:
         gen = SceneGraphGenerator.train(samples, vocab, cfg)
         gen.evaluate(samples[:4])
         gen.predict(samples[:2], "sgdet", top_k=5)
     assert calls.checked > 100, calls.checked  # the check saw the method's tensors being built
     assert not calls.without_device, sorted(calls.without_device)
+    assert calls.to_host == HOST_READS  # the check saw the intended reads, and no other
+
+
+@pytest.mark.parametrize("relation", [
+    {"base": "motifs", "head": "original"},
+    {"base": "penet", "head": "original"},
+    {"base": "penet", "frequency_prior": True, "dsnet": {"streams": "single", "layout_layers": 0}},
+    {"base": "motifs", "dsnet": {"streams": "vision", "fusion": "none", "gated": False}},
+    {"base": "penet", "dsnet": {"fusion": "space_to_vision"}},
+], ids=lambda r: "-".join(str(v) for v in r.values()))
+def test_every_relation_head_builds_its_tensors_on_its_inputs_device(monkeypatch, tiny_generator, scenes,
+                                                                     relation):
+    """The bases' own predictors and the DS-Net head's other streams and fusions, which the train run
+    above does not reach: their training step and `predicate_scores` name a device for every tensor."""
+    cfg = RelationConfig.model_validate({**relation, "dsnet": {"dim": 16, "heads": 2,
+                                                                **relation.get("dsnet", {})}})
+    backbone = tiny_generator.detector.backbone
+    model = RelationModel(cfg, tiny_generator.vocab, tiny_generator.counts, backbone.coarse_channels,
+                          backbone.fine_channels)
+    feats = tiny_generator.features(scenes[:6], "predcls")
+    calls = FactoryCalls()
+    calls.watch_from_numpy(monkeypatch)
+    with calls:
+        model.loss(feats, model(feats)).backward()
+        scores = model.predicate_scores(feats)
+    assert scores.shape[-1] == tiny_generator.vocab.num_predicates and calls.checked > 0
+    assert not calls.without_device, sorted(calls.without_device)
+    assert calls.to_host <= HOST_READS, sorted(calls.to_host - HOST_READS)
 
 
 def test_the_relation_model_and_its_batches_follow_the_device(monkeypatch, tiny_generator, scenes, vocab):
@@ -285,3 +347,24 @@ def test_the_detector_pass_tolerates_bf16_autocast(model_bytes, scenes):
         assert 0 < (a - b).norm() <= 0.05 * a.norm(), name  # > 0: the pass did run in bf16
     assert scores.dtype == torch.float32 and (scores - ref_scores).abs().max() < 0.01
     assert torch.equal(features_on(feats, "cpu").boxes, ref_feats.boxes)
+
+
+@needs_gpu
+def test_train_evaluate_and_predict_jobs_run_whole_on_a_gpu(monkeypatch, scenes):
+    """Where a GPU is, what the meta and factory checks stand in for: a train job (depth order on, so
+    every stage runs), an evaluate job in all three modes and a predict job on cuda:0, the relation
+    model trained on the GPU; the same checkpoint's predicate scores there (detector pass in bf16) within
+    0.02 of the CPU's float32 ones (the CPU's bf16 measured 4e-5: test_the_detector_pass_tolerates_...)."""
+    relation = spy_on(monkeypatch, generator, "train_relation_model", stop=False)
+    ctx = _Context("cuda:0")
+    result = tasks.run_train(TrainParams(dataset=SYNTHETIC, base="motifs", depth_order=True, **SMALL), ctx)
+    assert result["images"] == 8 and len(relation) > 20 and set(relation) == {"cuda"}
+    model = ctx.stored["model.safetensors"]
+    gpu = _Context("cuda:0", model)
+    common = {"train_job_id": "scenegraph-train", "dataset": SYNTHETIC}
+    assert set(tasks.run_evaluate(EvaluateParams(**common), gpu)["modes"]) == {"predcls", "sgcls", "sgdet"}
+    assert tasks.run_predict(PredictParams(**common, max_drawings=1), gpu)["images"] == 8
+    _, reference = checkpoint.load(model)._scores(scenes[:8], "predcls")
+    feats, scores = checkpoint.load(model, "cuda:0", autocast)._scores(scenes[:8], "predcls")
+    assert set(_devices(feats)) == {"cpu"} and scores.device.type == "cpu"  # read back for the metrics
+    assert (scores - reference).abs().max() < 0.02
