@@ -1,7 +1,8 @@
 """Inputs of the vlm service: conflict sets (a build_conflict_set job's artifact, an upload, an
 s3:// object or a server path, through `paperworks.shared.inputs.resolve_input`), the generated
 worlds (the conflict grid and the shortcut VQA task live in the method subpackages), models named
-by job id, and the small files the README examples start from:
+by job id, Hugging Face VLM folders named by a `model` (`hf_vlm`), and the small files the README
+examples start from:
 
     python -m paperworks.services.vlm.data conflict-set ./conflicts.npz --per-cell 8
     python -m paperworks.services.vlm.data image ./image.npy --color red --level 0
@@ -19,9 +20,9 @@ from pathlib import Path
 import numpy as np
 from paperworks.services.vlm import checkpoint
 from paperworks.services.vlm.following.conflicts import ConflictSet, build_grid, render_images
-from paperworks.services.vlm.spec import MODEL_KINDS, AuditParams
+from paperworks.services.vlm.spec import MODEL_KINDS, AuditParams, VLMModelSpec
 from paperworks.shared.errors import InvalidArgument
-from paperworks.shared.inputs import resolve_input
+from paperworks.shared.inputs import archive_root, is_archive, resolve_input
 
 MAX_ITEMS = 200_000
 
@@ -59,6 +60,58 @@ def model_of(ctx, job_id: str, field: str = "model_job_id"):
         raise InvalidArgument(field, f"job {job_id} is a {job.kind} job, not one of {', '.join(MODEL_KINDS)}")
     raw, _ = ctx.job_artifact("vlm", job_id, checkpoint.MODEL, field)
     return checkpoint.from_bytes(raw, ctx.device, field)
+
+
+def hf_where(spec: VLMModelSpec, field: str = "model") -> str:
+    """The request field a refusal about the folder names: `model.source.upload`, `model.source.path`."""
+    key = next(k for k in ("upload", "artifact", "uri", "path") if getattr(spec.source, k))
+    return f"{field}.source.{key}"
+
+
+def hf_folder(spec: VLMModelSpec, scope, field: str = "model") -> tuple[Path, str, str]:
+    """(the local folder, the field refusals name, how refusals show the folder): an upload,
+    artifact or s3:// object unpacked (a folder on top of the archive skipped), a server path as is."""
+    folder = resolve_input(spec.source, scope, "vlm", f"{field}.source", unpack=True)
+    if not spec.source.path:
+        folder = archive_root(folder, lambda f: (f / "config.json").exists())
+    return folder, hf_where(spec, field), spec.source.path or f"the folder of {spec.label}"
+
+
+def hf_identity(scope, folder: Path) -> str:
+    """What a loaded HF VLM is cached under: the tenant, its folder (content-addressed for uploads,
+    artifacts and s3 objects) and each file's size and time (a server path edited in place)."""
+    files = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir() if p.is_file())
+    return f"hf:{scope.tenant}:{folder}:{files}"
+
+
+def hf_model_of(spec: VLMModelSpec, scope, device: str, field: str = "model"):
+    """The HF VLM (`hf_vlm.HFVLM`, float32 on `device`) a `model` names, for the scope's tenant."""
+    from paperworks.services.vlm import hf_vlm
+
+    folder, where, shown = hf_folder(spec, scope, field)
+    return hf_vlm.load(folder, device, where, shown)
+
+
+def check_hf_model(spec: VLMModelSpec, scope, field: str = "model") -> None:
+    """The submission-time check: a server path's folder is looked at (config, files; no weights);
+    any other source must name an archive (a folder travels as one), whose content the worker checks."""
+    from paperworks.services.vlm import hf_vlm
+
+    where = hf_where(spec, field)
+    if not spec.source.path:
+        if spec.source.upload:
+            from paperworks.shared.db.uploads import UploadStore
+
+            name = UploadStore(scope.store.db).get(scope.tenant, spec.source.upload, where).name
+        else:
+            name = spec.source.artifact.name if spec.source.artifact else spec.source.uri.rpartition("/")[2]
+        if not is_archive(name):
+            raise InvalidArgument(
+                where, f"{name!r} is not a folder: send a model folder as a .tar, .tar.gz or .zip"
+            )
+        return
+    folder, where, shown = hf_folder(spec, scope, field)
+    hf_vlm.check_folder(folder, where, shown)
 
 
 def _main(argv=None) -> None:

@@ -7,14 +7,37 @@ proto: left unset, it is omitted and the default below applies (an explicit 0 is
 
 from typing import Annotated, Literal
 
+from paperworks.shared.backends.spec import ModelSpec
 from paperworks.shared.inputs import InputRefParams
 from paperworks.shared.registry import JobKind, ServiceSpec
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
 Seed = Annotated[int, Field(default=0, ge=0, le=2**63 - 1)]
 JobId = Annotated[str, Field(min_length=1, max_length=128)]
 # the job kinds whose `model.safetensors` is a TinyVLM (a model_job_id may name any of them)
 MODEL_KINDS = ("pretrain", "steer_preference", "train_rl")
+HF_VLMS = "LlavaForConditionalGeneration or Qwen2VLForConditionalGeneration"
+BOTH_MODELS = "set one of model_job_id (a vlm job's TinyVLM) and model (a Hugging Face VLM), not both"
+
+
+class VLMModelSpec(ModelSpec):
+    """A Hugging Face vision-language model folder (kind hf; `services/vlm/hf_vlm.py`): a
+    LlavaForConditionalGeneration or Qwen2VLForConditionalGeneration saved with safetensors, with
+    its tokenizer and image processor, from `source` (an upload of the folder as an archive, a
+    job's artifact, an s3:// object or a server path) or `path`."""
+
+    kind: Literal["hf"]
+
+
+def one_model(model: VLMModelSpec | None, info: ValidationInfo) -> VLMModelSpec | None:
+    """Exactly one of model_job_id (a TinyVLM job) and model (an HF folder); refusals name `model`."""
+    if "model_job_id" not in info.data:  # model_job_id itself was refused
+        return model
+    if model is not None and info.data["model_job_id"]:
+        raise ValueError(BOTH_MODELS)
+    if model is None and not info.data["model_job_id"]:
+        raise ValueError(f"name the model: model_job_id (a vlm job's TinyVLM) or model (a {HF_VLMS} folder)")
+    return model
 
 
 class PretrainParams(BaseModel):
@@ -56,7 +79,8 @@ UncertaintyIndex = Literal["entropy", "one_minus_max", "one_minus_margin"]
 
 
 class AuditParams(BaseModel):
-    model_job_id: JobId
+    model_job_id: str = Field(default="", max_length=128)
+    model: VLMModelSpec | None = Field(default=None, validate_default=True)
     # a conflict_set.npz: a build_conflict_set job's artifact, an upload, an s3:// object or a path
     conflict_set: InputRefParams | None = None
     synthetic: SyntheticGrid | None = None
@@ -65,6 +89,8 @@ class AuditParams(BaseModel):
     bootstrap: int = Field(default=200, ge=10, le=5000)
     epsilon: float = Field(default=0.1, gt=0.0, le=1.0)
     seed: Seed = 0
+
+    _one_model = field_validator("model")(one_model)
 
     @field_validator("indices", mode="before")
     @classmethod
@@ -78,6 +104,22 @@ class AuditParams(BaseModel):
         if len(set(self.indices)) != len(self.indices):
             raise ValueError("indices: each index at most once")
         return self
+
+
+def steer_refusal(audit_job_id: str, label: str | None) -> str:
+    """Why an audit of a Hugging Face VLM cannot be steered (steer_preference fine-tunes TinyVLM)."""
+    return (
+        f"audit {audit_job_id} ran on a Hugging Face VLM ({label}); steer_preference, train_rl and "
+        "train_spatial train TinyVLM models only (audit a pretrain, steer_preference or train_rl job)"
+    )
+
+
+class AnswerHFParams(BaseModel):
+    """Answer on a Hugging Face VLM: the folder and the closed answer set (words its tokenizer
+    knows; empty means the six colour words of the conflict items)."""
+
+    model: VLMModelSpec
+    options: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(default=[], max_length=64)
 
 
 class SteerParams(BaseModel):
@@ -196,7 +238,8 @@ SPEC = ServiceSpec(
             "audit_modality_following",
             AuditParams,
             "SubmitAuditModalityFollowing",
-            "model + conflict set -> following curve, balance point + CI, TFR/VFR, oscillations",
+            "model (a TinyVLM job or an HF VLM folder) + conflict set -> following curve, balance point"
+            " + CI, TFR/VFR, oscillations",
             {
                 "balance_point": "dH where P(follow text) = 0.5, first index (normalized-entropy units)",
                 "ci_low": "bootstrap 2.5% of the balance point",

@@ -21,6 +21,7 @@ from paperworks.services.vlm.spec import (
     SteerParams,
     TrainRLParams,
     TrainSpatialParams,
+    steer_refusal,
 )
 from paperworks.services.vlm.tinyvlm import VLMConfig, train
 from paperworks.shared.devices import autocast
@@ -120,10 +121,16 @@ def _records_bytes(cs: conflicts.ConflictSet, records: audit.Records, indices) -
 
 def run_audit_modality_following(params: AuditParams, ctx: JobContext) -> dict:
     ctx.progress(0, 3, stage="loading", message="model and conflict items")
-    model, _ = data.model_of(ctx, params.model_job_id)
+    if params.model is not None:  # a Hugging Face VLM: the items rendered as its prompts and pictures
+        model = data.hf_model_of(params.model, ctx, ctx.device)
+    else:
+        model, _ = data.model_of(ctx, params.model_job_id)
     cs = data.conflict_items(params, ctx)
     ctx.progress(1, 3, stage="probing", message=f"{len(cs)} items: text only, image only, both, logit lens")
-    records = audit.run_model(model, cs, ctx.device)
+    if params.model is not None:
+        records = audit.run_adapter(model, cs, data.hf_where(params.model))
+    else:
+        records = audit.run_model(model, cs, ctx.device)
     if (records.follow() != audit.OTHER).sum() < 10:
         raise InvalidArgument("conflict_set", "fewer than 10 items followed either modality: nothing to fit")
     ctx.progress(2, 3, stage="fitting", message=f"logistic fit, {params.bootstrap} bootstrap resamples")
@@ -136,7 +143,8 @@ def run_audit_modality_following(params: AuditParams, ctx: JobContext) -> dict:
     ctx.put_json(
         "audit.json",
         {
-            "model_job_id": params.model_job_id,
+            "model_job_id": params.model_job_id or None,
+            "model": params.model.label if params.model is not None else None,
             "indices": list(params.indices),
             "epsilon": params.epsilon,
             **out,
@@ -181,6 +189,8 @@ def run_steer_preference(params: SteerParams, ctx: JobContext) -> dict:
         "vlm", params.audit_job_id, "audit.json", field, kind="audit_modality_following"
     )
     report = json.loads(raw)
+    if not report.get("model_job_id"):
+        raise InvalidArgument(field, steer_refusal(params.audit_job_id, report.get("model")))
     model, info = data.model_of(ctx, report["model_job_id"], field)
     raw, _ = ctx.job_artifact(
         "vlm", params.audit_job_id, "records.npz", field, kind="audit_modality_following"

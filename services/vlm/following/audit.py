@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from paperworks.services.vlm.following.conflicts import ConflictSet
 from paperworks.services.vlm.tinyvlm.train import lens_probabilities, probabilities
+from paperworks.services.vlm.tinyvlm.vocab import COLORS
 from scipy import stats
 
 
@@ -93,6 +94,26 @@ def run_model(model, cs: ConflictSet, device: str) -> Records:
         p_vision=probabilities(model, cs.pixels("both"), cs.tokens("image"), device),
         p_both=probabilities(model, cs.pixels("both"), both_tokens, device),
         lens=lens_probabilities(model, cs.pixels("both"), both_tokens, device),
+        visual_answer=cs.visual_answer,
+        text_answer=cs.text_answer,
+        visual_level=cs.visual_level,
+        text_level=cs.text_level,
+    )
+
+
+def run_adapter(model, cs: ConflictSet, where: str = "model") -> Records:
+    """The same three runs and the logit lens on a Hugging Face VLM (`services/vlm/hf_vlm.HFVLM`),
+    the items rendered as its input: the reports and question in words, the image as a picture;
+    the text-only copy has no image at all (an absent modality, not a black picture the vision
+    tower would still encode) and the image-only copy asks the question without the reports.
+    A tokenizer that cannot tell the colour answers apart is refused on `where`."""
+    images, both = list(cs.images), cs.texts("both")
+    p_both, lens = model.run(images, both, COLORS, where=where)
+    return Records(
+        p_text=model.probabilities(None, both, COLORS, where=where),
+        p_vision=model.probabilities(images, cs.texts("image"), COLORS, where=where),
+        p_both=p_both,
+        lens=lens,
         visual_answer=cs.visual_answer,
         text_answer=cs.text_answer,
         visual_level=cs.visual_level,

@@ -13,7 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from paperworks.services.vlm.tinyvlm.vocab import COLORS, IMAGE_SIZE, INDEX, NONE, PALETTE, PATCH, encode
+from paperworks.services.vlm.tinyvlm.vocab import (
+    COLORS,
+    IMAGE_SIZE,
+    INDEX,
+    NONE,
+    PALETTE,
+    PATCH,
+    VOCAB,
+    encode,
+)
 
 LEVELS = 5
 TARGET_PATCHES = (12, 9, 7, 5, 4)  # patches of the answer colour among 16, by visual level
@@ -75,6 +84,14 @@ class ConflictSet:
         reports = self.reports if view != "image" else np.full_like(self.reports, NONE)
         n = len(self)
         return np.concatenate([np.tile(PREFIX, (n, 1)), reports, np.tile(QUESTION, (n, 1))], axis=1)
+
+    def texts(self, view: str = "both") -> list[str]:
+        """The items in words, as a Hugging Face VLM's prompt: the reports and the question; the
+        image-only view is the question alone (the context is absent, not a filler word the
+        model's tokenizer may not know)."""
+        if view == "image":
+            return [" ".join(VOCAB[i] for i in QUESTION[1:])] * len(self)
+        return [" ".join(VOCAB[i] for i in row) for row in self.tokens("both")]
 
     def pixels(self, view: str = "both") -> np.ndarray:
         """The images; the text-only view blanks them (zeros)."""

@@ -69,8 +69,9 @@ class SubmitBuildConflictSetResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[_jobs_pb2.Job, _Mapping]] = ...) -> None: ...
 
 class SubmitAuditModalityFollowingRequest(_message.Message):
-    __slots__ = ("model_job_id", "conflict_set", "synthetic", "indices", "bins", "bootstrap", "epsilon", "seed", "idempotency_key")
+    __slots__ = ("model_job_id", "model", "conflict_set", "synthetic", "indices", "bins", "bootstrap", "epsilon", "seed", "idempotency_key")
     MODEL_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
     CONFLICT_SET_FIELD_NUMBER: _ClassVar[int]
     SYNTHETIC_FIELD_NUMBER: _ClassVar[int]
     INDICES_FIELD_NUMBER: _ClassVar[int]
@@ -80,6 +81,7 @@ class SubmitAuditModalityFollowingRequest(_message.Message):
     SEED_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     model_job_id: str
+    model: _common_pb2.ModelSpec
     conflict_set: _common_pb2.InputRef
     synthetic: SyntheticGrid
     indices: _containers.RepeatedScalarFieldContainer[str]
@@ -88,7 +90,7 @@ class SubmitAuditModalityFollowingRequest(_message.Message):
     epsilon: float
     seed: int
     idempotency_key: str
-    def __init__(self, model_job_id: _Optional[str] = ..., conflict_set: _Optional[_Union[_common_pb2.InputRef, _Mapping]] = ..., synthetic: _Optional[_Union[SyntheticGrid, _Mapping]] = ..., indices: _Optional[_Iterable[str]] = ..., bins: _Optional[int] = ..., bootstrap: _Optional[int] = ..., epsilon: _Optional[float] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    def __init__(self, model_job_id: _Optional[str] = ..., model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., conflict_set: _Optional[_Union[_common_pb2.InputRef, _Mapping]] = ..., synthetic: _Optional[_Union[SyntheticGrid, _Mapping]] = ..., indices: _Optional[_Iterable[str]] = ..., bins: _Optional[int] = ..., bootstrap: _Optional[int] = ..., epsilon: _Optional[float] = ..., seed: _Optional[int] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class SubmitAuditModalityFollowingResponse(_message.Message):
     __slots__ = ("job",)
@@ -225,14 +227,18 @@ class SubmitEvaluateSpatialResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[_jobs_pb2.Job, _Mapping]] = ...) -> None: ...
 
 class AnswerRequest(_message.Message):
-    __slots__ = ("model_job_id", "image", "text")
+    __slots__ = ("model_job_id", "model", "options", "image", "text")
     MODEL_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     model_job_id: str
+    model: _common_pb2.ModelSpec
+    options: _containers.RepeatedScalarFieldContainer[str]
     image: _common_pb2.Tensor
     text: str
-    def __init__(self, model_job_id: _Optional[str] = ..., image: _Optional[_Union[_common_pb2.Tensor, _Mapping]] = ..., text: _Optional[str] = ...) -> None: ...
+    def __init__(self, model_job_id: _Optional[str] = ..., model: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ..., options: _Optional[_Iterable[str]] = ..., image: _Optional[_Union[_common_pb2.Tensor, _Mapping]] = ..., text: _Optional[str] = ...) -> None: ...
 
 class AnswerResponse(_message.Message):
     __slots__ = ("answer", "options", "probabilities")
