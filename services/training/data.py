@@ -1,28 +1,101 @@
-"""What the training jobs read: the model description (spec) turned into the method's config, the
-synthetic multimodal task (`cornstarch.model.synthetic_batch`, generated, no download) and synthetic
-sequence statistics for the CP split (`cornstarch.context.synthetic_sequence`). No file inputs: a
-plan is read back from a plan_parallelism job's `plan.json` artifact."""
+"""What the training jobs read: the model description (spec) turned into the method's config, with
+Hugging Face folders (`model.llm`, `model.encoders[i].hf`) made local for the job's tenant
+(`paperworks.shared.inputs.resolve_input`: server paths under the data root, uploads and artifacts
+unpacked, s3:// objects fetched) and their sizes read from their configs; the synthetic multimodal
+task (`cornstarch.model.synthetic_batch`, generated, no download); synthetic sequence statistics for
+the CP split (`cornstarch.context.synthetic_sequence`). A plan is read back from a plan_parallelism
+job's `plan.json` artifact."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
-from paperworks.services.training.cornstarch import context
+from paperworks.services.training.cornstarch import context, hf
 from paperworks.services.training.cornstarch.model import EncoderConfig, MLLMConfig
-from paperworks.services.training.spec import ModelDesc, SequenceStats
+from paperworks.services.training.spec import HFModelSpec, ModelDesc, SequenceStats
 from paperworks.shared.errors import InvalidArgument
+from paperworks.shared.inputs import archive_root, resolve_input
 
 
-def config(desc: ModelDesc, seed: int = 0) -> MLLMConfig:
+def source_field(spec: HFModelSpec, field: str) -> str:
+    """The request field a refusal about the folder names: `model.llm.source.upload`, ...path."""
+    key = next(k for k in ("upload", "artifact", "uri", "path") if getattr(spec.source, k))
+    return f"{field}.source.{key}"
+
+
+def hf_folder(spec: HFModelSpec, scope, field: str) -> Path:
+    """The local folder of a Hugging Face model spec (an archive unpacked, a folder on top skipped)."""
+    folder = resolve_input(spec.source, scope, "training", f"{field}.source", unpack=True)
+    folder = archive_root(folder, lambda p: (p / "config.json").is_file())
+    if not folder.is_dir():
+        raise InvalidArgument(source_field(spec, field), "must be a model folder (or a .tar/.zip of one)")
+    return folder
+
+
+def _info(read, spec: HFModelSpec, scope, field: str) -> tuple[str, dict]:
+    folder = hf_folder(spec, scope, field)
+    try:
+        return str(folder), read(folder)
+    except (hf.HFFolderError, KeyError, ValueError, TypeError) as exc:
+        shown = str(exc).replace(str(folder), "the folder")
+        raise InvalidArgument(source_field(spec, field), shown) from None
+
+
+def check_folders(desc: ModelDesc, scope, field: str = "model") -> None:
+    """The submission-time check of every Hugging Face folder: a server path's config is read (the
+    class and sizes, no weights); any other source must name an archive, checked by the worker."""
+    from paperworks.shared.inputs import is_archive
+
+    specs = [(desc.llm, f"{field}.llm", hf.llm_info)] + [
+        (e.hf, f"{field}.encoders[{i}].hf", hf.vision_info) for i, e in enumerate(desc.encoders)
+    ]
+    for spec, where, read in specs:
+        if spec is None:
+            continue
+        if spec.source.path:
+            _info(read, spec, scope, where)
+            continue
+        shown = source_field(spec, where)
+        if spec.source.upload:
+            from paperworks.shared.db.uploads import UploadStore
+
+            name = UploadStore(scope.store.db).get(scope.tenant, spec.source.upload, shown).name
+        else:
+            name = spec.source.artifact.name if spec.source.artifact else spec.source.uri.rpartition("/")[2]
+        if not is_archive(name):
+            raise InvalidArgument(
+                shown, f"{name!r} is not a folder: send a model folder as a .tar, .tar.gz or .zip"
+            )
+
+
+def config(desc: ModelDesc, seed: int = 0, scope=None, field: str = "model") -> MLLMConfig:
+    """The method's config; a Hugging Face module's sizes come from its folder's config.json (no
+    weights read here), which needs `scope` (a JobContext or InputScope) to resolve the folder."""
+    encoders = []
+    for i, e in enumerate(desc.encoders):
+        d = e.model_dump(exclude={"hf"})
+        if e.hf is not None:
+            path, info = _info(hf.vision_info, e.hf, scope, f"{field}.encoders[{i}].hf")
+            d.update(hf_path=path, **info)
+        encoders.append(EncoderConfig(**d))
+    sizes = {"d_model": desc.d_model, "llm_layers": desc.llm_layers, "heads": desc.heads, "vocab": desc.vocab}
+    llm_path = ""
+    if desc.llm is not None:
+        llm_path, info = _info(hf.llm_info, desc.llm, scope, f"{field}.llm")
+        sizes = {
+            "d_model": info["d_model"],
+            "llm_layers": info["layers"],
+            "heads": info["heads"],
+            "vocab": min(desc.vocab, info["vocab"]),  # synthetic text ids: inside the LM's vocabulary
+        }
     return MLLMConfig(
-        encoders=tuple(EncoderConfig(**e.model_dump()) for e in desc.encoders),
-        d_model=desc.d_model,
-        llm_layers=desc.llm_layers,
-        heads=desc.heads,
-        vocab=desc.vocab,
+        encoders=tuple(encoders),
         text_tokens=desc.text_tokens,
         seed=seed,
+        llm_path=llm_path,
+        **sizes,
     )
 
 

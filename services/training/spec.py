@@ -7,6 +7,7 @@ proto: left unset, it is omitted and the default below applies (an explicit 0 is
 
 from typing import Annotated, Literal
 
+from paperworks.shared.backends.spec import ModelSpec
 from paperworks.shared.registry import JobKind, ServiceSpec
 from pydantic import BaseModel, Field, field_validator, model_validator
 
@@ -18,21 +19,38 @@ INLINE_MAX_CANDIDATES = 500  # for the sync Plan RPC
 TRAIN_MAX_WORLD = 4  # worker processes a train job starts
 
 
+class HFModelSpec(ModelSpec):
+    """A Hugging Face model folder (kind hf): `source` (an upload of the folder as an archive, a job's
+    artifact, an s3:// object or a server path) or `path`. Safetensors weights, no remote code."""
+
+    kind: Literal["hf"]
+
+
 class EncoderDesc(BaseModel):
+    """An encoder defined by its sizes, or `hf`: a Hugging Face vision encoder folder
+    (CLIPVisionModel, SiglipVisionModel, or the vision tower of a CLIPModel / SiglipModel folder),
+    whose config then gives tokens, d_model and layers (input_dim is unused: inputs are images)."""
+
     name: str = Field(default="vision", pattern=r"^[a-z][a-z0-9_]{0,15}$")
     tokens: int = Field(default=32, ge=1, le=512)
     input_dim: int = Field(default=48, ge=1, le=512)
     d_model: int = Field(default=64, ge=8, le=256)
     layers: int = Field(default=4, ge=0, le=16)
+    hf: HFModelSpec | None = None
 
 
 class ModelDesc(BaseModel):
+    """The composed model. `llm`: a Hugging Face decoder LM folder (LlamaForCausalLM,
+    Qwen2ForCausalLM) whose config then gives d_model, llm_layers and heads; `vocab` then bounds the
+    synthetic task's text ids (at most the LM's vocabulary)."""
+
     encoders: list[EncoderDesc] = Field(default_factory=lambda: [EncoderDesc()], max_length=3)
     d_model: int = Field(default=64, ge=8, le=256)
     llm_layers: int = Field(default=6, ge=1, le=16)
     heads: int = Field(default=4, ge=1, le=8)
     vocab: int = Field(default=32, ge=4, le=1024)
     text_tokens: int = Field(default=32, ge=2, le=512)
+    llm: HFModelSpec | None = None
 
     @field_validator("encoders", mode="before")
     @classmethod
@@ -44,13 +62,18 @@ class ModelDesc(BaseModel):
         names = [e.name for e in self.encoders]
         if len(set(names)) != len(names) or "llm" in names:
             raise ValueError("encoders: names must be distinct and not 'llm'")
-        for d in [self.d_model] + [e.d_model for e in self.encoders]:
+        sized = [] if self.llm else [self.d_model]  # a Hugging Face module brings its own heads
+        for d in sized + [e.d_model for e in self.encoders if e.hf is None]:
             if d % self.heads:
                 raise ValueError(f"heads ({self.heads}) must divide every d_model ({d})")
         return self
 
+    def uses_hf(self) -> bool:
+        return self.llm is not None or any(e.hf is not None for e in self.encoders)
+
     def layers(self) -> dict[str, int]:
-        """Pipeline layers per module (encoder: embed + blocks + projector; LLM: embed + blocks + head)."""
+        """Pipeline layers per module (encoder: embed + blocks + projector; LLM: embed + blocks + head);
+        a Hugging Face module's count is known once its folder is read (`MLLMConfig.modules`)."""
         return {**{e.name: e.layers + 2 for e in self.encoders}, "llm": self.llm_layers + 2}
 
 
@@ -74,7 +97,7 @@ class _Pipeline(BaseModel):
             raise ValueError(
                 f"batch_size ({self.batch_size}) must be divisible by microbatches ({self.microbatches})"
             )
-        if getattr(self, "world_size", 1) > sum(self.model.layers().values()):
+        if getattr(self, "world_size", 1) > sum(self.model.layers().values()) and not self.model.uses_hf():
             raise ValueError("world_size exceeds the model's layers")
         if getattr(self, "world_size", 1) < len(self.model.encoders) + 1 and len(self.model.encoders) > 1:
             raise ValueError("world_size: several encoders need a stage each plus one for the LLM")

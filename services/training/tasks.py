@@ -4,8 +4,12 @@ frozen-unaware baselines) and scores the CP split modes on synthetic sequences (
 train runs a plan on worker processes that this job starts and reaps (`cornstarch.launch`: on
 success, failure and cancellation); simulate runs the schedule simulator.
 
-Devices: the workers run gloo on CPU tensors (a GPU-resident NCCL path is not implemented; see the
-README), so `ctx.device` is not used to place the model."""
+Models: the composed model's encoders and LM are defined by sizes or come from Hugging Face folders
+(`data.config` resolves them for the job's tenant; the workers load them from the local folder).
+
+Devices: `ctx.device` places the run (`cornstarch.placement`): CPU -> gloo on CPU tensors; CUDA ->
+NCCL, one GPU per rank, profiling timed on the GPU. A CUDA device the worker cannot provide (no GPU,
+fewer GPUs than ranks) is FAILED_PRECONDITION on `device` before anything starts."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ import statistics
 
 import numpy as np
 from paperworks.services.training import data, figures
-from paperworks.services.training.cornstarch import context, costs, launch, partition, schedule
+from paperworks.services.training.cornstarch import context, costs, launch, partition, placement, schedule
 from paperworks.services.training.cornstarch.model import MLLM, Freeze, microbatches, synthetic_batch
 from paperworks.services.training.spec import (
     MAX_CANDIDATES,
@@ -22,20 +26,47 @@ from paperworks.services.training.spec import (
     SimulateParams,
     TrainParams,
 )
-from paperworks.shared.errors import InvalidArgument
+from paperworks.shared.errors import FailedPrecondition, InvalidArgument
 from paperworks.shared.tasks.context import JobContext
 
 PNG = "image/png"
 
 
-def _profile(p, repeats: int, on_step=None) -> tuple[MLLM, dict]:
-    cfg = data.config(p.model)
-    model = MLLM(cfg).apply_freeze(Freeze.pattern(p.pattern, cfg.encoders))
+def device(ctx, world: int) -> str:
+    """The job's device, refused (FAILED_PRECONDITION on `device`) where it cannot host `world` ranks."""
+    where = ctx.device
+    gpus = 0
+    if str(where).startswith("cuda"):
+        import torch
+
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    try:
+        placement.check(where, world, gpus)
+    except placement.DeviceUnavailable as exc:
+        raise FailedPrecondition(f"{exc} (the worker's PAPERWORKS_DEVICE)", "device") from None
+    return where
+
+
+def build(cfg, pattern: str, field: str = "model") -> MLLM:
+    """The composed model under its freezing pattern; a Hugging Face folder whose weights do not
+    load (missing or mis-shaped tensors) is refused naming `field`."""
+    try:
+        model = MLLM(cfg)
+    except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
+        raise InvalidArgument(field, f"a Hugging Face folder does not load: {exc}") from None
+    return model.apply_freeze(Freeze.pattern(pattern, cfg.encoders))
+
+
+def _profile(p, cfg, repeats: int, where: str = "cpu") -> tuple[MLLM, dict]:
+    model = build(cfg, p.pattern)
     mb = microbatches(synthetic_batch(cfg, p.batch_size, 0), p.microbatches)[0]
-    return model, costs.profile(model, mb, repeats)
+    return model, costs.profile(model, mb, repeats, where)
 
 
 def _check_search(modules: dict, world: int, limit: int = MAX_CANDIDATES, field: str = "world_size") -> None:
+    layers = sum(modules.values())
+    if world > layers:
+        raise InvalidArgument(field, f"world_size ({world}) exceeds the model's {layers} pipeline layers")
     n = partition.count_candidates(modules, world)
     if n > limit:
         raise InvalidArgument(
@@ -57,10 +88,12 @@ def _stages_json(plan: dict) -> list[dict]:
 
 
 def run_plan_parallelism(params: PlanParallelismParams, ctx: JobContext) -> dict:
-    modules = params.model.layers()
+    where = device(ctx, 1)  # profiling runs in this process, on one device
+    cfg = data.config(params.model, scope=ctx)
+    modules = cfg.modules()
     _check_search(modules, params.world_size)
-    ctx.progress(0, 3, stage="profiling", message="per-layer forward / backward costs")
-    _, prof = _profile(params, params.profile_repeats)
+    ctx.progress(0, 3, stage="profiling", message=f"per-layer forward / backward costs on {where}")
+    _, prof = _profile(params, cfg, params.profile_repeats, where)
     ctx.progress(1, 3, stage="partitioning")
     limit = params.memory_limit_mb * 2**20 or None
     try:
@@ -100,6 +133,7 @@ def run_plan_parallelism(params: PlanParallelismParams, ctx: JobContext) -> dict
         "plan.json",
         {
             "model": params.model.model_dump(),
+            "device": where,
             "pattern": params.pattern,
             "world_size": params.world_size,
             "microbatches": params.microbatches,
@@ -135,16 +169,19 @@ def run_train(params: TrainParams, ctx: JobContext) -> dict:
                 "plan_job_id",
                 f"the plan has {params.world_size} stages; train runs at most {TRAIN_MAX_WORLD}",
             )
+        where = device(ctx, params.world_size)
+        cfg = data.config(params.model, scope=ctx)
         prof = saved["profile"]
         plan = partition.evaluate(saved["plans"]["frozen_aware"]["stages"], prof, params.microbatches)
     else:
-        _check_search(params.model.layers(), params.world_size)
+        where = device(ctx, params.world_size)
+        cfg = data.config(params.model, scope=ctx)
+        _check_search(cfg.modules(), params.world_size)
         ctx.progress(0, params.steps, stage="profiling")
-        _, prof = _profile(params, 5)
-        plan = partition.partition(
-            prof, params.model.layers(), params.world_size, params.microbatches, params.method
-        )
-    cfg = data.config(params.model)
+        _, prof = _profile(params, cfg, 5, where)
+        plan = partition.partition(prof, cfg.modules(), params.world_size, params.microbatches, params.method)
+    if params.plan_job_id and (cfg.llm_path or any(e.hf_path for e in cfg.encoders)):
+        build(cfg, params.pattern)  # a folder that does not load is refused here, not in every worker
     task = {
         "kind": "pipeline",
         "model": cfg.to_dict(),
@@ -167,7 +204,9 @@ def run_train(params: TrainParams, ctx: JobContext) -> dict:
             message=f"{params.world_size} worker processes, pids {' '.join(map(str, pids))}",
         )
 
-    ranks = launch.launch(task, params.world_size, poll=poll, timeout=3600, on_start=pids.extend)
+    ranks = launch.launch(
+        task, params.world_size, poll=poll, timeout=3600, device=where, on_start=pids.extend
+    )
     last = ranks[-1]
     times = last["iteration_times"][1:] or last["iteration_times"]
     measured = statistics.median(times)
@@ -176,6 +215,7 @@ def run_train(params: TrainParams, ctx: JobContext) -> dict:
         "measured_iteration_time": measured,
         "predicted_iteration_time": plan["predicted_iteration_time"],
         "method": plan.get("method", "frozen_aware"),
+        "device": where,
         "stages": _stages_json(plan),
     }
     ctx.put_json("train.json", {**result, "iteration_times": last["iteration_times"]})

@@ -45,7 +45,8 @@ JOBS: dict[str, tuple[str, Callable]] = {
                                          "lm_steps": 10, "hidden": 16})),
     "moe": ("upcycle", _fixed({"dense_steps": 30, "d_model": 16, "heads": 2, "d_ff": 32, "batch_size": 32})),
     "vlm": ("pretrain", _fixed({"steps": 40, "d_model": 16, "heads": 2, "lm_layers": 2, "batch_size": 32})),
-    # CPU only so far: the plan profiles on the CPU and Train runs gloo (no NCCL path yet, see its README)
+    # the plan profiles the layers on the job's device (cuda:0 here); Train's NCCL path needs world_size GPUs
+    # on one worker, which a one-GPU check cannot give
     "training": ("plan_parallelism", _fixed({
         "model": {"encoders": [{"name": "vision", "tokens": 8, "input_dim": 12, "d_model": 16, "layers": 2}],
                   "d_model": 16, "llm_layers": 2, "heads": 2, "vocab": 16, "text_tokens": 8},

@@ -49,9 +49,11 @@ def attention_mask(modality, span=None) -> torch.Tensor:
 
 def pair_mask(q_pos, k_pos, modality, span) -> torch.Tensor:
     """The mask between query positions and key positions (any order), for split/reordered tokens."""
-    modality = torch.as_tensor(np.asarray(modality))
-    span = torch.as_tensor(np.asarray(span))
     q_pos, k_pos = torch.as_tensor(q_pos), torch.as_tensor(k_pos)
+    where = q_pos.device  # the mask lives with the positions (a GPU rank's, in ring attention)
+    modality = torch.as_tensor(np.asarray(modality), device=where)
+    span = torch.as_tensor(np.asarray(span), device=where)
+    k_pos = k_pos.to(where)
     causal = k_pos[None, :] <= q_pos[:, None]
     same = (span[q_pos][:, None] == span[k_pos][None, :]) & (modality[q_pos][:, None] != 0)
     return causal | same
@@ -188,14 +190,15 @@ def ring_attention(q, k, v, positions, modality, span, group=None) -> torch.Tens
     import torch.distributed as dist
 
     world, rank = dist.get_world_size(group), dist.get_rank(group)
-    positions = torch.as_tensor(positions, dtype=torch.long)
+    where = q.device  # every tensor on the rank's device (CPU with gloo, its GPU with NCCL)
+    positions = torch.as_tensor(positions, dtype=torch.long).to(where)
     # LPT gives ranks different block counts: pad the travelling keys to the longest share
-    size = torch.tensor([len(positions)])
+    size = torch.tensor([len(positions)], device=where)
     dist.all_reduce(size, op=dist.ReduceOp.MAX, group=group)
     pad = int(size) - len(positions)
     out = torch.zeros_like(q)
-    run_max = torch.full(q.shape[:-1] + (1,), float("-inf"), dtype=q.dtype)
-    run_sum = torch.zeros(q.shape[:-1] + (1,), dtype=q.dtype)
+    run_max = torch.full(q.shape[:-1] + (1,), float("-inf"), dtype=q.dtype, device=where)
+    run_sum = torch.zeros(q.shape[:-1] + (1,), dtype=q.dtype, device=where)
     cur_k = torch.cat([k, k.new_zeros(pad, *k.shape[1:])]).contiguous()
     cur_v = torch.cat([v, v.new_zeros(pad, *v.shape[1:])]).contiguous()
     cur_pos = torch.cat([positions, positions.new_full((pad,), -1)])

@@ -10,6 +10,9 @@ Its backward cost under a freezing pattern: 0 when no gradient flows through it 
 upstream frozen: no backward reaches it and nothing is saved), `bi_l` when it is frozen but something
 upstream trains, `bw_l` when it has trainable parameters. Memory: parameter bytes (+ gradient and two
 Adam moments for trainable ones) and the bytes autograd saves for backward (saved-tensor hooks).
+
+Devices: `profile` measures where the ranks will run (`device`: the model and the microbatch move
+there; on CUDA every timing synchronizes the device before reading the clock).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 import torch
 
 from .model import MLLM
+from .placement import synchronize
 
 
 def _saved_bytes(fn) -> tuple[object, int]:
@@ -49,30 +53,35 @@ def _outputs_with_grad(acts: dict) -> list[torch.Tensor]:
     return [v for v in acts.values() if torch.is_tensor(v) and v.requires_grad]
 
 
-def profile(model: MLLM, batch: dict, repeats: int = 7) -> dict:
+def profile(model: MLLM, batch: dict, repeats: int = 7, device="cpu") -> dict:
     """Per layer (keyed 'module:index'): f, bw, bi (seconds), params, trainable, saved (bytes).
-    Timed on one intra-op thread, as every pipeline worker runs."""
+    Timed on one intra-op thread, as every pipeline worker runs, on `device`."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    model.to(device)
+    batch = {k: v.to(device) for k, v in batch.items()}
     try:
-        return _profile(model, batch, repeats)
+        return _profile(model, batch, repeats, device)
     finally:
         torch.set_num_threads(threads)
 
 
-def _clock(fn) -> float:
+def _clock(fn, device="cpu") -> float:
+    synchronize(device)
     t0 = time.perf_counter()
     fn()
+    synchronize(device)
     return time.perf_counter() - t0
 
 
-def _profile(model: MLLM, batch: dict, repeats: int) -> dict:
+def _profile(model: MLLM, batch: dict, repeats: int, device="cpu") -> dict:
     """Repeats run round-robin over the layers (repeat r of every layer before r + 1), so load drift
     on a shared machine hits all layers alike; bw and bi are medians of per-repeat differences."""
     needs = model.needs_grad()
     ids = model.layer_ids()
     enc_out = any(needs[(name, len(layers) - 1)] for name, layers in model.branches.items())
     upstream = {lid: (needs[(lid[0], lid[1] - 1)] if lid[1] else lid[0] == "llm" and enc_out) for lid in ids}
+    batch = model.stage_batch(ids, batch)  # shared per-stage inputs (rotary embeddings) once
     inputs = _inputs(model, batch)
 
     def make(lid, in_grad: bool, on: bool):
@@ -93,7 +102,7 @@ def _profile(model: MLLM, batch: dict, repeats: int) -> dict:
         flags = [p.requires_grad for p in layer.parameters()]
         layer.requires_grad_(False)
         try:
-            return _clock(lambda: backward(lid, True))
+            return _clock(lambda: backward(lid, True), device)
         finally:
             for p, flag in zip(layer.parameters(), flags, strict=True):
                 p.requires_grad_(flag)
@@ -104,10 +113,10 @@ def _profile(model: MLLM, batch: dict, repeats: int) -> dict:
         make(lid, upstream[lid], needs[lid])
     for _ in range(repeats):
         for lid in ids:
-            f = _clock(lambda lid=lid: make(lid, upstream[lid], needs[lid]))
+            f = _clock(lambda lid=lid: make(lid, upstream[lid], needs[lid]), device)
             samples[lid]["f"].append(f)
             if trainable[lid]:
-                samples[lid]["bw"].append(_clock(lambda lid=lid: backward(lid, upstream[lid])) - f)
+                samples[lid]["bw"].append(_clock(lambda lid=lid: backward(lid, upstream[lid]), device) - f)
             samples[lid]["bi"].append(frozen_backward(lid) - f)
     model.zero_grad(set_to_none=True)
     out = {}
@@ -158,7 +167,11 @@ def analytic(model: MLLM, microbatch_size: int) -> dict:
             if lid[0] == "llm"
             else next(e.d_model for e in model.cfg.encoders if e.name == lid[0])
         )
-        matmul = sum(p.numel() for n, p in layer.named_parameters() if p.dim() == 2 and "tok" not in n)
+        matmul = sum(
+            p.numel()
+            for n, p in layer.named_parameters()
+            if p.dim() == 2 and "tok" not in n and "embedding" not in n  # lookups, not matmuls
+        )
         attn = 2 * tokens * tokens * width if layer.kind == "block" else 0
         f = 2 * microbatch_size * (tokens * matmul + attn) / 1e9
         trainable = sum(p.numel() for p in layer.parameters() if p.requires_grad)

@@ -75,7 +75,7 @@ def launch(
                 procs.append(
                     subprocess.Popen(
                         [sys.executable, "-m", "paperworks.services.training.cornstarch.worker", tmp],
-                        env={**env, "RANK": str(rank)},
+                        env={**env, "RANK": str(rank), "LOCAL_RANK": str(rank)},  # one node
                         stdout=log,
                         stderr=subprocess.STDOUT,
                         start_new_session=True,

@@ -10,10 +10,16 @@ The LLM attends with the multimodal mask of `context.attention_mask`.
 Freezing really skips work: a frozen parameter has `requires_grad=False`, so autograd computes and
 keeps only what the input gradient needs; a layer with nothing trainable at or before it runs under
 `torch.no_grad` (no graph, no saved activations) and no backward reaches it (`needs_grad`).
+
+Hugging Face modules (`hf`): an encoder or the LM may instead come from a Hugging Face folder
+(`EncoderConfig.hf_path`, `MLLMConfig.llm_path`); their layers become pipeline layers of the same
+interface (HFVisionEmbed / HFVisionLayer; HFTokenEmbed / HFDecoderLayer / HFNormHead), so freezing,
+profiling, partitioning and the pipeline treat them like the layers defined here.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -21,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import hf
 from .context import attention_mask, spans
 
 PATTERNS = ("all_trainable", "frozen_encoder", "projector_only", "frozen_llm_lora")
@@ -33,6 +40,9 @@ class EncoderConfig:
     input_dim: int = 48
     d_model: int = 64
     layers: int = 4
+    hf_path: str = ""  # a Hugging Face vision encoder folder (tokens, d_model, layers then from its config)
+    image_size: int = 0  # > 0: inputs are (channels, image_size, image_size) images, not token features
+    channels: int = 3
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,7 @@ class MLLMConfig:
     text_tokens: int = 32
     lora_rank: int = 4
     seed: int = 0
+    llm_path: str = ""  # a Hugging Face decoder LM folder (d_model, llm_layers, heads from its config)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -58,6 +69,15 @@ class MLLMConfig:
     @property
     def seq_len(self) -> int:
         return self.text_tokens + sum(e.tokens for e in self.encoders)
+
+    def placeholder(self, i: int) -> int:
+        """Token id at encoder i's positions (overwritten by its features): an extra id past the
+        text vocabulary in the model defined here; id 0 of a Hugging Face LM's own vocabulary."""
+        return 0 if self.llm_path else self.vocab + i
+
+    def modules(self) -> dict[str, int]:
+        """Pipeline layers per module (encoder: embed + blocks [+ projector]; LLM: embed + blocks + head)."""
+        return {**{e.name: e.layers + 2 for e in self.encoders}, "llm": self.llm_layers + 2}
 
 
 @dataclass(frozen=True)
@@ -171,9 +191,9 @@ class Embed(Layer):
     kind = "embed"
     module = "llm"
 
-    def __init__(self, cfg: MLLMConfig, layout: dict):
+    def __init__(self, cfg: MLLMConfig, layout: dict, tok: nn.Embedding | None = None):
         super().__init__()
-        self.tok = nn.Embedding(cfg.vocab + len(cfg.encoders), cfg.d_model)
+        self.tok = tok if tok is not None else nn.Embedding(cfg.vocab + len(cfg.encoders), cfg.d_model)
         self.names = [e.name for e in cfg.encoders]
         for name in self.names:
             self.register_buffer(f"pos_{name}", torch.as_tensor(layout[name]), persistent=False)
@@ -216,6 +236,97 @@ class Head(Layer):
         return {"loss": loss}
 
 
+class HFVisionEmbed(Layer):
+    """A Hugging Face vision tower's patch + position embeddings (and CLIP's pre-layernorm)."""
+
+    kind = "embed"
+
+    def __init__(self, cfg: EncoderConfig, tower: nn.Module):
+        super().__init__()
+        self.module = cfg.name
+        self.embeddings = tower.embeddings
+        self.pre = getattr(tower, "pre_layrnorm", None) or nn.Identity()
+
+    def forward(self, acts, batch):
+        return {**acts, self.module: self.pre(self.embeddings(batch[self.module]))}
+
+
+class HFVisionLayer(Layer):
+    """One encoder layer of a Hugging Face vision tower (bidirectional: no mask)."""
+
+    kind = "block"
+
+    def __init__(self, cfg: EncoderConfig, layer: nn.Module):
+        super().__init__()
+        self.module = cfg.name
+        self.layer = layer
+
+    def forward(self, acts, batch):
+        return {**acts, self.module: self.layer(acts[self.module], None)}
+
+
+class HFTokenEmbed(Embed):
+    """A Hugging Face LM's `embed_tokens`, the encoders' features scattered into their placeholders."""
+
+
+class HFDecoderLayer(Layer):
+    """One decoder layer of a Hugging Face causal LM under the multimodal mask. The rotary embeddings
+    arrive in `batch["position_embeddings"]` (computed once per stage, `MLLM.stage_batch`); `rotary`
+    (a copy of the LM's `rotary_emb`, no parameters) computes them where a layer runs alone."""
+
+    kind = "block"
+    module = "llm"
+
+    def __init__(self, layer: nn.Module, rotary: nn.Module, mask: torch.Tensor):
+        super().__init__()
+        self.layer, self.rotary = layer, rotary
+        self.register_buffer("mask", hf.additive_mask(mask), persistent=False)
+        self.lora = False
+
+    def position_embeddings(self, h: torch.Tensor):
+        return hf.rope(self.rotary, self.mask, h.shape[1] if h is not None else self.mask.shape[-1])
+
+    def forward(self, acts, batch):
+        h = acts["h"]
+        pe = batch.get("position_embeddings") or self.position_embeddings(h)
+        return {**acts, "h": self.layer(h, attention_mask=self.mask.to(h.dtype), position_embeddings=pe)}
+
+    def add_lora(self, rank: int):
+        hf.lora_linears(self.layer, rank, LoRALinear)
+        self.lora = True
+
+
+class HFNormHead(Layer):
+    """A Hugging Face LM's final norm and `lm_head` (untied), then the loss."""
+
+    kind = "head"
+    module = "llm"
+
+    def __init__(self, norm: nn.Module, lm_head: nn.Linear):
+        super().__init__()
+        self.ln, self.lm = norm, lm_head
+
+    def forward(self, acts, batch):
+        return {"loss": hf.loss(self.lm(self.ln(acts["h"])), batch["labels"])}
+
+
+def _hf_llm(cfg: MLLMConfig, layout: dict, mask: torch.Tensor, weights: bool) -> list[Layer]:
+    lm = hf.load_llm(cfg.llm_path, weights)
+    body = lm.model
+    head = hf.untied_head(lm.lm_head, body.embed_tokens)
+    # each layer its own copy of the rotary module (a buffer, no parameters): a stage can then
+    # release the other stages' layers without touching its own
+    blocks = [
+        HFDecoderLayer(layer, copy.deepcopy(body.rotary_emb), mask) for layer in body.layers[: cfg.llm_layers]
+    ]
+    return [HFTokenEmbed(cfg, layout, body.embed_tokens), *blocks, HFNormHead(body.norm, head)]
+
+
+def _hf_encoder(enc: EncoderConfig, weights: bool) -> list[Layer]:
+    tower = hf.load_vision(enc.hf_path, weights)
+    return [HFVisionEmbed(enc, tower)] + [HFVisionLayer(enc, x) for x in tower.encoder.layers[: enc.layers]]
+
+
 def layout(cfg: MLLMConfig) -> dict:
     """Fixed token layout: text, then each modality's span, text between, text at the end.
     Returns placeholder positions per modality and `modality` per token (0 text, i+1 encoder i)."""
@@ -238,19 +349,27 @@ def layout(cfg: MLLMConfig) -> dict:
 class MLLM(nn.Module):
     """The composed model: `branches[m]` (encoder m's layers) and `llm` (the LM's layers)."""
 
-    def __init__(self, cfg: MLLMConfig):
+    def __init__(self, cfg: MLLMConfig, weights: bool = True):
+        """`weights=False`: Hugging Face modules built from their configs only, on the meta device
+        (shapes and parameter counts, for the analytic cost model; they cannot run)."""
         super().__init__()
         torch.manual_seed(cfg.seed)
         self.cfg = cfg
         self.layout = layout(cfg)
         self.branches = nn.ModuleDict()
         for enc in cfg.encoders:
-            layers = [PatchEmbed(enc)] + [EncBlock(enc, cfg.heads) for _ in range(enc.layers)]
+            if enc.hf_path:
+                layers = _hf_encoder(enc, weights)
+            else:
+                layers = [PatchEmbed(enc)] + [EncBlock(enc, cfg.heads) for _ in range(enc.layers)]
             self.branches[enc.name] = nn.ModuleList(layers + [Projector(enc, cfg.d_model)])
         mask = attention_mask(self.layout["modality"])
-        self.llm = nn.ModuleList(
-            [Embed(cfg, self.layout)] + [DecBlock(cfg, mask) for _ in range(cfg.llm_layers)] + [Head(cfg)]
-        )
+        if cfg.llm_path:
+            self.llm = nn.ModuleList(_hf_llm(cfg, self.layout, mask, weights))
+        else:
+            self.llm = nn.ModuleList(
+                [Embed(cfg, self.layout)] + [DecBlock(cfg, mask) for _ in range(cfg.llm_layers)] + [Head(cfg)]
+            )
         self.freeze = Freeze.pattern("all_trainable", cfg.encoders)
 
     def layer_ids(self) -> list[tuple[str, int]]:
@@ -274,6 +393,8 @@ class MLLM(nn.Module):
                 layer.requires_grad_(False)
                 if isinstance(layer, DecBlock) and not isinstance(layer.block.qkv, LoRALinear):
                     layer.block.add_lora(self.cfg.lora_rank)
+                elif isinstance(layer, HFDecoderLayer) and not layer.lora:
+                    layer.add_lora(self.cfg.lora_rank)
         else:
             self.llm.requires_grad_(freeze.llm == "trainable")
         return self
@@ -297,8 +418,18 @@ class MLLM(nn.Module):
             out[("llm", i)] = up
         return out
 
+    def stage_batch(self, lids, batch: dict) -> dict:
+        """`batch` plus what every layer of a stage shares, computed once per stage: a Hugging Face
+        decoder's rotary position embeddings (as `LlamaModel.forward` computes them once)."""
+        for lid in lids:
+            layer = self.layer(tuple(lid))
+            if isinstance(layer, HFDecoderLayer):
+                return {**batch, "position_embeddings": layer.position_embeddings(None)}
+        return batch
+
     def run_layers(self, lids, acts: dict, batch: dict, needs: dict | None = None) -> dict:
         needs = needs if needs is not None else self.needs_grad()
+        batch = self.stage_batch(lids, batch)
         for lid in lids:
             with torch.set_grad_enabled(needs[lid]):
                 acts = self.layer(lid)(acts, batch)
@@ -318,15 +449,17 @@ def synthetic_batch(cfg: MLLMConfig, size: int, seed: int) -> dict:
     classes = torch.randint(0, 4, (size,), generator=g)
     batch = {}
     for enc in cfg.encoders:
-        protos = torch.randn(4, enc.tokens, enc.input_dim, generator=proto_g)
-        batch[enc.name] = protos[classes] + 0.5 * torch.randn(size, enc.tokens, enc.input_dim, generator=g)
+        image = (enc.channels, enc.image_size, enc.image_size)
+        shape = image if enc.image_size else (enc.tokens, enc.input_dim)
+        protos = torch.randn(4, *shape, generator=proto_g)
+        batch[enc.name] = protos[classes] + 0.5 * torch.randn(size, *shape, generator=g)
     text_pos = np.flatnonzero(lay["modality"] == 0)
     start = torch.randint(0, cfg.vocab, (size, 1), generator=g)
     seq = (start + (classes[:, None] + 1) * torch.arange(len(text_pos))[None, :]) % cfg.vocab
     tokens = torch.zeros(size, cfg.seq_len, dtype=torch.long)
     tokens[:, text_pos] = seq
     for i, enc in enumerate(cfg.encoders):
-        tokens[:, lay[enc.name]] = cfg.vocab + i
+        tokens[:, lay[enc.name]] = cfg.placeholder(i)
     labels = torch.full((size, cfg.seq_len), -100, dtype=torch.long)
     labels[:, text_pos[:-1]] = seq[:, 1:]
     batch["tokens"], batch["labels"] = tokens, labels

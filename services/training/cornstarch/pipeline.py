@@ -1,5 +1,5 @@
 """The multimodal 1F1B schedule run for real: one process per stage, activations and gradients
-exchanged with torch.distributed point-to-point (gloo on CPU, NCCL on GPUs).
+exchanged with torch.distributed point-to-point (gloo on CPU, NCCL on GPUs: `placement`).
 
 Each rank builds the full model from the same seed (identical weights), keeps its stage's layers,
 and learns the shapes crossing each stage boundary from one no-grad forward. Per op of
@@ -10,6 +10,9 @@ sends; B(m) receives the output gradients (the last stage starts from loss / M),
 through the stage, and sends the input gradients upstream. Sum over microbatches of loss_m / M is
 the full batch's mean loss, so the gradients equal single-process gradient accumulation. The
 timeline records each op from the moment its inputs have arrived (waits show as idle gaps).
+
+Devices: the stage's layers, its microbatches and every receive buffer live on the runner's
+`device` (nothing here allocates on the CPU implicitly); op times synchronize the device first.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import torch.distributed as dist
 
 from . import schedule
 from .model import MLLM, microbatches
+from .placement import synchronize
 
 
 def boundary_shapes(model: MLLM, plan: list[dict], batch: dict) -> list[dict]:
@@ -47,8 +51,11 @@ def stage_parameters(model: MLLM, stage: dict) -> dict[str, torch.nn.Parameter]:
 class StageRunner:
     """One rank's stage of `plan`."""
 
-    def __init__(self, model: MLLM, plan: list[dict], rank: int, mb_template: dict):
+    def __init__(self, model: MLLM, plan: list[dict], rank: int, mb_template: dict, device="cpu"):
+        """`model` on the CPU, whole (the boundary shapes come from one CPU forward); the stage's
+        layers then move to `device` and the other stages' layers are released (to meta)."""
         self.model, self.plan, self.rank = model, plan, rank
+        self.device = torch.device(device)
         self.stage = plan[rank]
         self.lids = [tuple(x) for x in self.stage["layers"]]
         self.needs = model.needs_grad()
@@ -57,6 +64,8 @@ class StageRunner:
         self.next = self.stage["next"]
         self.flows = self.needs[self.lids[-1]]  # a gradient flows through this stage's output
         self.in_flows = {p: self.needs[tuple(plan[p]["layers"][-1])] for p in self.prevs}
+        for lid in model.layer_ids():  # other stages' weights released (meta), this stage's placed
+            model.layer(lid).to(self.device if lid in self.lids else "meta")
         self.params = stage_parameters(model, self.stage)
         self.timeline: list[tuple[str, int, float, float]] = []
         self._pending: list = []
@@ -65,7 +74,7 @@ class StageRunner:
         acts = {}
         for p in self.prevs:
             for key, (shape, dtype) in self.shapes[p].items():
-                t = torch.empty(shape, dtype=dtype)
+                t = torch.empty(shape, dtype=dtype, device=self.device)
                 dist.recv(t, src=p)
                 acts[key] = t.requires_grad_(self.in_flows[p] and t.is_floating_point())
         return acts
@@ -75,19 +84,21 @@ class StageRunner:
             t = t.detach().contiguous()
             self._pending.append((dist.isend(t, dst=dst), t))
 
-    def run(self, batch: dict, m: int) -> float | None:
+    def run(self, batch: dict, m: int) -> torch.Tensor | None:
         """One training iteration's forward/backward over `m` microbatches; the loss on the last stage."""
-        mbs = microbatches(batch, m)
+        mbs = [{k: v.to(self.device) for k, v in mb.items()} for mb in microbatches(batch, m)]
         saved: dict[int, tuple[dict, dict]] = {}
         losses = []
+        synchronize(self.device)
         t0 = time.perf_counter()
         for op, i in schedule.ops(self.plan, self.rank, m, self.flows):
             if op == "F":
                 inputs = self._recv_acts()
+                synchronize(self.device)
                 start = time.perf_counter() - t0  # compute starts once the inputs are in
                 outputs = self.model.run_layers(self.lids, dict(inputs), mbs[i], self.needs)
                 if self.next is None:
-                    losses.append(float(outputs["loss"].detach()))
+                    losses.append(outputs["loss"].detach())
                 else:
                     self._send([outputs[k] for k in sorted(outputs)], self.next)
                 if self.flows:
@@ -100,6 +111,7 @@ class StageRunner:
                         g = torch.empty_like(outputs[k])
                         dist.recv(g, src=self.next)
                         grads.append(g)
+                synchronize(self.device)
                 start = time.perf_counter() - t0
                 if self.next is None:
                     (outputs["loss"] / m).backward()
@@ -116,11 +128,12 @@ class StageRunner:
                             ],
                             p,
                         )
+            synchronize(self.device)
             self.timeline.append((op, i, start, time.perf_counter() - t0))
         for req, _ in self._pending:
             req.wait()
         self._pending.clear()
-        return sum(losses) / m if losses else None
+        return sum(losses) / m if losses else None  # a tensor on the device: the caller reads it
 
 
 def reference_step(model: MLLM, batch: dict, m: int) -> float:

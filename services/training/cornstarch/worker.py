@@ -1,5 +1,6 @@
 """One rank of a launched run (`launch.launch`): `python -m ...cornstarch.worker <folder>` reads
-`task.json`, joins the process group (gloo; the tensors live on the CPU) and runs the task:
+`task.json`, joins the process group (`placement`: gloo on CPU tensors, or NCCL with the rank's GPU
+`cuda:<LOCAL_RANK or rank>` when the task's device is CUDA) and runs the task:
 
 - `pipeline`: build the model, apply the freezing pattern, train `steps` iterations of the plan's
   1F1B schedule (AdamW on the stage's trainable parameters); records the loss per step (last stage),
@@ -26,18 +27,20 @@ import torch.distributed as dist
 from . import context
 from .model import MLLM, Freeze, MLLMConfig, microbatches, synthetic_batch
 from .pipeline import StageRunner
+from .placement import placement, synchronize
 
 
 class PipelineTask:
     """One `pipeline` task on this rank: the stage, its optimizer and what is recorded per step."""
 
-    def __init__(self, task: dict, rank: int):
+    def __init__(self, task: dict, rank: int, device: str = "cpu"):
         self.task, cfg = task, MLLMConfig.from_dict(task["model"])
+        self.device = device
         self.cfg = cfg
         model = MLLM(cfg).apply_freeze(Freeze.pattern(task["pattern"], cfg.encoders))
         self.m, self.size = task["microbatches"], task["batch_size"]
         self.runner = StageRunner(
-            model, task["plan"], rank, microbatches(synthetic_batch(cfg, self.size, 0), self.m)[0]
+            model, task["plan"], rank, microbatches(synthetic_batch(cfg, self.size, 0), self.m)[0], device
         )
         params = [p for p in self.runner.params.values() if p.requires_grad]
         self.opt = torch.optim.AdamW(params, lr=task.get("lr", 3e-3)) if params else None
@@ -47,33 +50,35 @@ class PipelineTask:
         batch = synthetic_batch(self.cfg, self.size, self.task.get("seed", 0) * 100_003 + step)
         self.runner.timeline = []
         dist.barrier()
+        synchronize(self.device)
         t0 = time.perf_counter()
         loss = self.runner.run(batch, self.m)
+        synchronize(self.device)
         dist.barrier()
         self.out["iteration_times"].append(time.perf_counter() - t0)
         self.out["timeline"] = self.runner.timeline
         if loss is not None:
-            self.out["losses"].append(loss)
-        if step == 0 and self.task.get("record_grads"):
+            self.out["losses"].append(float(loss))
+        if step == 0 and self.task.get("record_grads"):  # on the CPU: the launcher reads them there
             self.out["grads"] = {
-                n: p.grad.clone() for n, p in self.runner.params.items() if p.grad is not None
+                n: p.grad.detach().cpu().clone() for n, p in self.runner.params.items() if p.grad is not None
             }
         if self.opt is not None:
             self.opt.step()
             self.opt.zero_grad(set_to_none=True)
 
 
-def run_pipeline(task: dict, rank: int) -> dict:
-    job = PipelineTask(task, rank)
+def run_pipeline(task: dict, rank: int, device: str = "cpu") -> dict:
+    job = PipelineTask(task, rank, device)
     for step in range(task["steps"]):
         job.step(step)
     return job.out
 
 
-def run_interleaved(tasks: list[dict], rank: int) -> list[dict]:
+def run_interleaved(tasks: list[dict], rank: int, device: str = "cpu") -> list[dict]:
     """Several pipeline tasks stepped round-robin (step i of every task before step i + 1), so that
     load drift on a shared machine hits every plan alike when their iteration times are compared."""
-    jobs = [PipelineTask(t, rank) for t in tasks]
+    jobs = [PipelineTask(t, rank, device) for t in tasks]
     for step in range(max(t["steps"] for t in tasks)):
         for job in jobs:
             if step < job.task["steps"]:
@@ -81,7 +86,7 @@ def run_interleaved(tasks: list[dict], rank: int) -> list[dict]:
     return [j.out for j in jobs]
 
 
-def run_cp_attention(task: dict, rank: int, world: int) -> dict:
+def run_cp_attention(task: dict, rank: int, world: int, device: str = "cpu") -> dict:
     modality = np.asarray(task["modality"])
     split = context.plan_split(modality, world, task["mode"])
     g = torch.Generator().manual_seed(task.get("seed", 0))
@@ -89,19 +94,20 @@ def run_cp_attention(task: dict, rank: int, world: int) -> dict:
     q, k, v = (torch.randn(t, d, generator=g, dtype=torch.float64) for _ in range(3))
     pos = torch.as_tensor(split["offsets"][rank])
     span = context.spans(modality)
-    out = context.ring_attention(q[pos], k[pos], v[pos], pos, modality, span)
-    return {"offsets": pos, "out": out, "imbalance": split["imbalance"]}
+    q, k, v = (x[pos].to(device) for x in (q, k, v))
+    out = context.ring_attention(q, k, v, pos.to(device), modality, span)
+    return {"offsets": pos, "out": out.cpu(), "imbalance": split["imbalance"]}
 
 
-def _run(task: dict, rank: int, world: int):
+def _run(task: dict, rank: int, world: int, device: str = "cpu"):
     if task["kind"] == "pipeline":
-        return run_pipeline(task, rank)
+        return run_pipeline(task, rank, device)
     if task["kind"] == "cp_attention":
-        return run_cp_attention(task, rank, world)
+        return run_cp_attention(task, rank, world, device)
     if task["kind"] == "interleave":
-        return run_interleaved(task["tasks"], rank)
+        return run_interleaved(task["tasks"], rank, device)
     if task["kind"] == "sequence":  # several tasks in one process group (saves process starts)
-        return [_run(t, rank, world) for t in task["tasks"]]
+        return [_run(t, rank, world, device) for t in task["tasks"]]
     raise ValueError(f"unknown task kind {task['kind']!r}")
 
 
@@ -109,9 +115,15 @@ def main(folder: str) -> None:
     task = json.loads((Path(folder) / "task.json").read_text())
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)  # CPU tensors (see README: devices)
+    local = os.environ.get("LOCAL_RANK")
+    device = task.get("device", "cpu")
+    gpus = torch.cuda.device_count() if device.startswith("cuda") else 0
+    where = placement(device, rank, gpus, None if local is None else int(local))
+    if where.device != "cpu":
+        torch.cuda.set_device(where.device)
+    dist.init_process_group(where.backend, rank=rank, world_size=world)
     try:
-        result = _run(task, rank, world)
+        result = _run(task, rank, world, where.device)
         if task.get("hang_rank") == rank:  # tests: a rank that never finishes (reaping on cancel)
             time.sleep(3600)
         torch.save(result, Path(folder) / f"rank{rank}.pt")

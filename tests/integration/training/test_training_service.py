@@ -1,12 +1,15 @@
 """The training service over real gRPC on the embedded stack: every job kind through Kafka and
 Celery (plan_parallelism; train from the plan's job on 2 worker processes; train planned inline by a
 baseline method; simulate from a plan job and from explicit stage costs), the inline Plan RPC, a
-cancelled train job whose worker processes are all reaped, and field-naming refusals."""
+cancelled train job whose worker processes are all reaped, field-naming refusals, and a model
+composed of Hugging Face folders (a Llama uploaded as an archive, a SigLIP tower as a server path)
+through plan_parallelism, train from that plan on 2 processes, simulate and the Plan RPC."""
 
 from __future__ import annotations
 
 import os
 import re
+import tarfile
 import time
 
 import grpc
@@ -16,6 +19,7 @@ from paperworks.shared.sdk.errors import field_violations
 from paperworks.training.v1 import training_pb2
 from paperworks.v1 import jobs_pb2
 from support import finished, service_fixtures
+from unit.training.hf_folders import llama, siglip_vision
 
 stack, client = service_fixtures("training")
 MODEL = {
@@ -133,3 +137,57 @@ def test_bad_requests_name_their_field(client):
     assert "divisible" in refused(kind="train", batch_size=6, microbatches=4)[0][1]
     assert refused(kind="train", plan_job_id="nope")[0][0] == "plan_job_id"
     assert "exactly one" in refused(kind="simulate")[0][1]
+
+
+@pytest.fixture(scope="module")
+def hf_model(client, tmp_path_factory) -> dict:
+    """A model description of Hugging Face folders: the LLM uploaded as a .tar.gz (folder on top),
+    the vision tower a server path."""
+    root = tmp_path_factory.mktemp("hf")
+    lm = llama(root / "llama")
+    with tarfile.open(root / "llama.tar.gz", "w:gz") as tar:
+        tar.add(lm, arcname="llama")
+    sha = client.upload(root / "llama.tar.gz").artifact.sha256
+    return {
+        "encoders": [{"name": "vision", "hf": {"kind": "hf", "path": siglip_vision(root / "siglip")}}],
+        "llm": {"kind": "hf", "source": {"upload": sha}},
+        "text_tokens": 8,
+        "vocab": 16,
+    }
+
+
+def test_hf_models_plan_train_and_plan_rpc(client, hf_model):
+    job = client.submit(
+        "training",
+        "plan_parallelism",
+        model=hf_model,
+        pattern="frozen_encoder",
+        world_size=2,
+        cp_size=1,
+        profile_repeats=1,
+        microbatches=2,
+        batch_size=4,
+    )
+    plan = finished(client, job, timeout=180)
+    layers = [x for s in plan.result["stages"] for x in s["layers"]]
+    assert layers == [f"vision:{i}" for i in range(4)] + [f"llm:{i}" for i in range(4)]  # 2 + 2 HF layers
+    done = finished(client, client.submit("training", "train", plan_job_id=plan.id, steps=2), timeout=180)
+    assert len(done.result["losses"]) == 2 and done.result["device"] == "cpu"
+    sim = finished(client, client.submit("training", "simulate", plan_job_id=plan.id, microbatches=4))
+    assert sim.result["iteration_time"] > 0 and len(sim.result["bubble"]) == 2
+    request = training_pb2.PlanRequest(pattern="frozen_encoder", world_size=2)
+    request.model.llm.kind = "hf"
+    request.model.llm.source.upload = hf_model["llm"]["source"]["upload"]
+    request.model.text_tokens = 8
+    tower = request.model.encoders.add(name="vision").hf
+    tower.kind, tower.path = "hf", hf_model["encoders"][0]["hf"]["path"]
+    reply = client.stub("training").Plan(request, metadata=client.metadata, timeout=30)
+    assert sum(len(s.layers) for s in reply.stages) == 8 and reply.stages[-1].next == -1
+
+
+def test_hf_folders_are_refused_naming_their_field(client, hf_model, tmp_path):
+    wrong = {**hf_model, "llm": {"kind": "hf", "path": hf_model["encoders"][0]["hf"]["path"]}}
+    with pytest.raises(grpc.RpcError) as exc:
+        client.submit("training", "plan_parallelism", model=wrong, world_size=2, cp_size=1)
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert field_violations(exc.value)[0][0] == "model.llm.source.path"

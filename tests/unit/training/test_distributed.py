@@ -1,7 +1,8 @@
 """Multi-process checks on torch.distributed (gloo, 2 processes started by our launcher): pipeline
-gradients equal single-process gradient accumulation under two freezing patterns, ring CP attention
-over the LPT split equals unsplit masked attention, and the launcher reaps every process when a rank
-fails or the caller cancels."""
+gradients equal single-process gradient accumulation under two freezing patterns, for the model
+defined in code and for one composed of Hugging Face folders (Llama + SigLIP, Qwen2 with tied
+embeddings + CLIP), ring CP attention over the LPT split equals unsplit masked attention, and the
+launcher reaps every process when a rank fails or the caller cancels."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import time
 import numpy as np
 import pytest
 import torch
-from paperworks.services.training.cornstarch import context, launch, pipeline
+from paperworks.services.training.cornstarch import context, hf, launch, pipeline
 from paperworks.services.training.cornstarch.model import (
     MLLM,
     EncoderConfig,
@@ -19,6 +20,8 @@ from paperworks.services.training.cornstarch.model import (
     MLLMConfig,
     synthetic_batch,
 )
+from transformers.utils import logging as hf_logging
+from unit.training.hf_folders import clip_vision, llama, qwen2, siglip_vision
 
 CFG = MLLMConfig(
     encoders=(EncoderConfig(tokens=8, input_dim=12, d_model=16, layers=2),),
@@ -109,6 +112,56 @@ def test_pipeline_gradients_and_ring_attention_equal_single_process():
     assert torch.equal(pos.sort().values, torch.arange(640))
     assert len({len(r[2]["offsets"]) for r in ranks}) > 1  # unequal shares
     assert torch.allclose(out, full[pos], atol=1e-10)
+
+
+def _hf_config(tower: str, lm: str) -> MLLMConfig:
+    v, info = hf.vision_info(tower), hf.llm_info(lm)
+    return MLLMConfig(
+        encoders=(EncoderConfig(name="vision", hf_path=tower, **v),),
+        d_model=info["d_model"],
+        llm_layers=info["layers"],
+        heads=info["heads"],
+        vocab=16,
+        text_tokens=8,
+        llm_path=lm,
+    )
+
+
+def test_hf_pipeline_gradients_equal_single_process(tmp_path):
+    """2 processes, each loading the folders: Llama + SigLIP with the encoder frozen (cut inside the
+    LLM: rotary embeddings computed on both stages), and Qwen2 (tied embeddings) + CLIP all
+    trainable (cut inside the encoder: gradients cross back into it)."""
+    hf_logging.disable_progress_bar()
+    cases = [
+        (_hf_config(siglip_vision(tmp_path / "siglip"), llama(tmp_path / "llama")), "frozen_encoder", 6),
+        (_hf_config(clip_vision(tmp_path / "clip"), qwen2(tmp_path / "qwen2", tie_word_embeddings=True)),
+         "all_trainable", 2),
+    ]  # fmt: skip
+    tasks = [
+        {
+            "kind": "pipeline",
+            "model": cfg.to_dict(),
+            "pattern": pattern,
+            "plan": _chain(cfg, [cut]),
+            "microbatches": 2,
+            "batch_size": 4,
+            "steps": 1,
+            "record_grads": True,
+        }
+        for cfg, pattern, cut in cases
+    ]
+    ranks = launch.launch({"kind": "sequence", "tasks": tasks}, 2, timeout=180)
+    for t, (cfg, pattern, _) in enumerate(cases):
+        ref = MLLM(cfg).apply_freeze(Freeze.pattern(pattern, cfg.encoders))
+        loss = pipeline.reference_step(ref, synthetic_batch(cfg, 4, 0), 2)
+        grads = {k: g for r in ranks for k, g in r[t]["grads"].items()}
+        expected = {n: p.grad for n, p in ref.named_parameters() if p.grad is not None}
+        assert set(grads) == set(expected) and expected
+        for name, g in expected.items():
+            assert torch.allclose(grads[name], g, atol=1e-6, rtol=1e-5), name
+        assert ranks[1][t]["losses"][0] == pytest.approx(loss, rel=1e-6) and ranks[0][t]["losses"] == []
+        tower = [n for n, _ in ref.named_parameters() if n.startswith("branches.vision.1.")]
+        assert tower and (set(tower) <= set(grads)) == (pattern == "all_trainable")
 
 
 def test_launcher_reaps_on_failure_and_on_cancel():

@@ -22,10 +22,11 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from paperworks.v1 import common_pb2 as paperworks_dot_v1_dot_common__pb2
 from paperworks.v1 import jobs_pb2 as paperworks_dot_v1_dot_jobs__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%paperworks/training/v1/training.proto\x12\x16paperworks.training.v1\x1a\x18paperworks/v1/jobs.proto\"\xa3\x01\n\x0b\x45ncoderSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x06tokens\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x16\n\tinput_dim\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x14\n\x07\x64_model\x18\x04 \x01(\x05H\x02\x88\x01\x01\x12\x13\n\x06layers\x18\x05 \x01(\x05H\x03\x88\x01\x01\x42\t\n\x07_tokensB\x0c\n\n_input_dimB\n\n\x08_d_modelB\t\n\x07_layers\"\xf9\x01\n\x10ModelDescription\x12\x35\n\x08\x65ncoders\x18\x01 \x03(\x0b\x32#.paperworks.training.v1.EncoderSpec\x12\x14\n\x07\x64_model\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x17\n\nllm_layers\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x12\n\x05heads\x18\x04 \x01(\x05H\x02\x88\x01\x01\x12\x12\n\x05vocab\x18\x05 \x01(\x05H\x03\x88\x01\x01\x12\x18\n\x0btext_tokens\x18\x06 \x01(\x05H\x04\x88\x01\x01\x42\n\n\x08_d_modelB\r\n\x0b_llm_layersB\x08\n\x06_headsB\x08\n\x06_vocabB\x0e\n\x0c_text_tokens\"\x9e\x01\n\rSequenceStats\x12\x14\n\x07seq_len\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x17\n\nmodalities\x18\x02 \x01(\x05H\x01\x88\x01\x01\x12\x14\n\x07samples\x18\x03 \x01(\x05H\x02\x88\x01\x01\x12\x0c\n\x04seed\x18\x04 \x01(\x04\x12\x13\n\x0b\x63\x61usal_only\x18\x05 \x01(\x08\x42\n\n\x08_seq_lenB\r\n\x0b_modalitiesB\n\n\x08_samples\"\xb4\x03\n\x1cSubmitPlanParallelismRequest\x12\x37\n\x05model\x18\x01 \x01(\x0b\x32(.paperworks.training.v1.ModelDescription\x12\x14\n\x07pattern\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x17\n\nworld_size\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x14\n\x07\x63p_size\x18\x04 \x01(\x05H\x02\x88\x01\x01\x12\x19\n\x0cmicrobatches\x18\x05 \x01(\x05H\x03\x88\x01\x01\x12\x17\n\nbatch_size\x18\x06 \x01(\x05H\x04\x88\x01\x01\x12\x37\n\x08sequence\x18\x07 \x01(\x0b\x32%.paperworks.training.v1.SequenceStats\x12\x17\n\x0fmemory_limit_mb\x18\x08 \x01(\x01\x12\x1c\n\x0fprofile_repeats\x18\t \x01(\x05H\x05\x88\x01\x01\x12\x17\n\x0fidempotency_key\x18\n \x01(\tB\n\n\x08_patternB\r\n\x0b_world_sizeB\n\n\x08_cp_sizeB\x0f\n\r_microbatchesB\r\n\x0b_batch_sizeB\x12\n\x10_profile_repeats\"@\n\x1dSubmitPlanParallelismResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\x93\x03\n\x12SubmitTrainRequest\x12\x37\n\x05model\x18\x01 \x01(\x0b\x32(.paperworks.training.v1.ModelDescription\x12\x14\n\x07pattern\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x17\n\nworld_size\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x19\n\x0cmicrobatches\x18\x04 \x01(\x05H\x02\x88\x01\x01\x12\x17\n\nbatch_size\x18\x05 \x01(\x05H\x03\x88\x01\x01\x12\x13\n\x06method\x18\x06 \x01(\tH\x04\x88\x01\x01\x12\x12\n\x05steps\x18\x07 \x01(\x05H\x05\x88\x01\x01\x12\x1a\n\rlearning_rate\x18\x08 \x01(\x01H\x06\x88\x01\x01\x12\x0c\n\x04seed\x18\t \x01(\x04\x12\x13\n\x0bplan_job_id\x18\n \x01(\t\x12\x17\n\x0fidempotency_key\x18\x0b \x01(\tB\n\n\x08_patternB\r\n\x0b_world_sizeB\x0f\n\r_microbatchesB\r\n\x0b_batch_sizeB\t\n\x07_methodB\x08\n\x06_stepsB\x10\n\x0e_learning_rate\"6\n\x13SubmitTrainResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"I\n\x08SimStage\x12\x0f\n\x07\x66orward\x18\x01 \x01(\x01\x12\x10\n\x08\x62\x61\x63kward\x18\x02 \x01(\x01\x12\x11\n\x04next\x18\x03 \x01(\x05H\x00\x88\x01\x01\x42\x07\n\x05_next\"\xb9\x01\n\x15SubmitSimulateRequest\x12\x30\n\x06stages\x18\x01 \x03(\x0b\x32 .paperworks.training.v1.SimStage\x12\x13\n\x0bplan_job_id\x18\x02 \x01(\t\x12\x19\n\x0cmicrobatches\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x14\n\x0c\x63omm_latency\x18\x04 \x01(\x01\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\tB\x0f\n\r_microbatches\"9\n\x16SubmitSimulateResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\xe4\x01\n\x0bPlanRequest\x12\x37\n\x05model\x18\x01 \x01(\x0b\x32(.paperworks.training.v1.ModelDescription\x12\x14\n\x07pattern\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x17\n\nworld_size\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x19\n\x0cmicrobatches\x18\x04 \x01(\x05H\x02\x88\x01\x01\x12\x17\n\nbatch_size\x18\x05 \x01(\x05H\x03\x88\x01\x01\x42\n\n\x08_patternB\r\n\x0b_world_sizeB\x0f\n\r_microbatchesB\r\n\x0b_batch_size\"f\n\rStageTemplate\x12\x0e\n\x06layers\x18\x01 \x03(\t\x12\x0c\n\x04next\x18\x02 \x01(\x05\x12\x0f\n\x07\x66orward\x18\x03 \x01(\x01\x12\x10\n\x08\x62\x61\x63kward\x18\x04 \x01(\x01\x12\x14\n\x0cmemory_bytes\x18\x05 \x01(\x01\"\xe1\x01\n\x0cPlanResponse\x12\x35\n\x06stages\x18\x01 \x03(\x0b\x32%.paperworks.training.v1.StageTemplate\x12 \n\x18predicted_iteration_time\x18\x02 \x01(\x01\x12\x46\n\tbaselines\x18\x03 \x03(\x0b\x32\x33.paperworks.training.v1.PlanResponse.BaselinesEntry\x1a\x30\n\x0e\x42\x61selinesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x32\xc4\x03\n\x0fTrainingService\x12\x84\x01\n\x15SubmitPlanParallelism\x12\x34.paperworks.training.v1.SubmitPlanParallelismRequest\x1a\x35.paperworks.training.v1.SubmitPlanParallelismResponse\x12\x66\n\x0bSubmitTrain\x12*.paperworks.training.v1.SubmitTrainRequest\x1a+.paperworks.training.v1.SubmitTrainResponse\x12o\n\x0eSubmitSimulate\x12-.paperworks.training.v1.SubmitSimulateRequest\x1a..paperworks.training.v1.SubmitSimulateResponse\x12Q\n\x04Plan\x12#.paperworks.training.v1.PlanRequest\x1a$.paperworks.training.v1.PlanResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%paperworks/training/v1/training.proto\x12\x16paperworks.training.v1\x1a\x1apaperworks/v1/common.proto\x1a\x18paperworks/v1/jobs.proto\"\xc9\x01\n\x0b\x45ncoderSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x06tokens\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x16\n\tinput_dim\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x14\n\x07\x64_model\x18\x04 \x01(\x05H\x02\x88\x01\x01\x12\x13\n\x06layers\x18\x05 \x01(\x05H\x03\x88\x01\x01\x12$\n\x02hf\x18\x06 \x01(\x0b\x32\x18.paperworks.v1.ModelSpecB\t\n\x07_tokensB\x0c\n\n_input_dimB\n\n\x08_d_modelB\t\n\x07_layers\"\xa0\x02\n\x10ModelDescription\x12\x35\n\x08\x65ncoders\x18\x01 \x03(\x0b\x32#.paperworks.training.v1.EncoderSpec\x12\x14\n\x07\x64_model\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x17\n\nllm_layers\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x12\n\x05heads\x18\x04 \x01(\x05H\x02\x88\x01\x01\x12\x12\n\x05vocab\x18\x05 \x01(\x05H\x03\x88\x01\x01\x12\x18\n\x0btext_tokens\x18\x06 \x01(\x05H\x04\x88\x01\x01\x12%\n\x03llm\x18\x07 \x01(\x0b\x32\x18.paperworks.v1.ModelSpecB\n\n\x08_d_modelB\r\n\x0b_llm_layersB\x08\n\x06_headsB\x08\n\x06_vocabB\x0e\n\x0c_text_tokens\"\x9e\x01\n\rSequenceStats\x12\x14\n\x07seq_len\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x17\n\nmodalities\x18\x02 \x01(\x05H\x01\x88\x01\x01\x12\x14\n\x07samples\x18\x03 \x01(\x05H\x02\x88\x01\x01\x12\x0c\n\x04seed\x18\x04 \x01(\x04\x12\x13\n\x0b\x63\x61usal_only\x18\x05 \x01(\x08\x42\n\n\x08_seq_lenB\r\n\x0b_modalitiesB\n\n\x08_samples\"\xb4\x03\n\x1cSubmitPlanParallelismRequest\x12\x37\n\x05model\x18\x01 \x01(\x0b\x32(.paperworks.training.v1.ModelDescription\x12\x14\n\x07pattern\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x17\n\nworld_size\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x14\n\x07\x63p_size\x18\x04 \x01(\x05H\x02\x88\x01\x01\x12\x19\n\x0cmicrobatches\x18\x05 \x01(\x05H\x03\x88\x01\x01\x12\x17\n\nbatch_size\x18\x06 \x01(\x05H\x04\x88\x01\x01\x12\x37\n\x08sequence\x18\x07 \x01(\x0b\x32%.paperworks.training.v1.SequenceStats\x12\x17\n\x0fmemory_limit_mb\x18\x08 \x01(\x01\x12\x1c\n\x0fprofile_repeats\x18\t \x01(\x05H\x05\x88\x01\x01\x12\x17\n\x0fidempotency_key\x18\n \x01(\tB\n\n\x08_patternB\r\n\x0b_world_sizeB\n\n\x08_cp_sizeB\x0f\n\r_microbatchesB\r\n\x0b_batch_sizeB\x12\n\x10_profile_repeats\"@\n\x1dSubmitPlanParallelismResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\x93\x03\n\x12SubmitTrainRequest\x12\x37\n\x05model\x18\x01 \x01(\x0b\x32(.paperworks.training.v1.ModelDescription\x12\x14\n\x07pattern\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x17\n\nworld_size\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x19\n\x0cmicrobatches\x18\x04 \x01(\x05H\x02\x88\x01\x01\x12\x17\n\nbatch_size\x18\x05 \x01(\x05H\x03\x88\x01\x01\x12\x13\n\x06method\x18\x06 \x01(\tH\x04\x88\x01\x01\x12\x12\n\x05steps\x18\x07 \x01(\x05H\x05\x88\x01\x01\x12\x1a\n\rlearning_rate\x18\x08 \x01(\x01H\x06\x88\x01\x01\x12\x0c\n\x04seed\x18\t \x01(\x04\x12\x13\n\x0bplan_job_id\x18\n \x01(\t\x12\x17\n\x0fidempotency_key\x18\x0b \x01(\tB\n\n\x08_patternB\r\n\x0b_world_sizeB\x0f\n\r_microbatchesB\r\n\x0b_batch_sizeB\t\n\x07_methodB\x08\n\x06_stepsB\x10\n\x0e_learning_rate\"6\n\x13SubmitTrainResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"I\n\x08SimStage\x12\x0f\n\x07\x66orward\x18\x01 \x01(\x01\x12\x10\n\x08\x62\x61\x63kward\x18\x02 \x01(\x01\x12\x11\n\x04next\x18\x03 \x01(\x05H\x00\x88\x01\x01\x42\x07\n\x05_next\"\xb9\x01\n\x15SubmitSimulateRequest\x12\x30\n\x06stages\x18\x01 \x03(\x0b\x32 .paperworks.training.v1.SimStage\x12\x13\n\x0bplan_job_id\x18\x02 \x01(\t\x12\x19\n\x0cmicrobatches\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x14\n\x0c\x63omm_latency\x18\x04 \x01(\x01\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\tB\x0f\n\r_microbatches\"9\n\x16SubmitSimulateResponse\x12\x1f\n\x03job\x18\x01 \x01(\x0b\x32\x12.paperworks.v1.Job\"\xe4\x01\n\x0bPlanRequest\x12\x37\n\x05model\x18\x01 \x01(\x0b\x32(.paperworks.training.v1.ModelDescription\x12\x14\n\x07pattern\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x17\n\nworld_size\x18\x03 \x01(\x05H\x01\x88\x01\x01\x12\x19\n\x0cmicrobatches\x18\x04 \x01(\x05H\x02\x88\x01\x01\x12\x17\n\nbatch_size\x18\x05 \x01(\x05H\x03\x88\x01\x01\x42\n\n\x08_patternB\r\n\x0b_world_sizeB\x0f\n\r_microbatchesB\r\n\x0b_batch_size\"f\n\rStageTemplate\x12\x0e\n\x06layers\x18\x01 \x03(\t\x12\x0c\n\x04next\x18\x02 \x01(\x05\x12\x0f\n\x07\x66orward\x18\x03 \x01(\x01\x12\x10\n\x08\x62\x61\x63kward\x18\x04 \x01(\x01\x12\x14\n\x0cmemory_bytes\x18\x05 \x01(\x01\"\xe1\x01\n\x0cPlanResponse\x12\x35\n\x06stages\x18\x01 \x03(\x0b\x32%.paperworks.training.v1.StageTemplate\x12 \n\x18predicted_iteration_time\x18\x02 \x01(\x01\x12\x46\n\tbaselines\x18\x03 \x03(\x0b\x32\x33.paperworks.training.v1.PlanResponse.BaselinesEntry\x1a\x30\n\x0e\x42\x61selinesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x32\xc4\x03\n\x0fTrainingService\x12\x84\x01\n\x15SubmitPlanParallelism\x12\x34.paperworks.training.v1.SubmitPlanParallelismRequest\x1a\x35.paperworks.training.v1.SubmitPlanParallelismResponse\x12\x66\n\x0bSubmitTrain\x12*.paperworks.training.v1.SubmitTrainRequest\x1a+.paperworks.training.v1.SubmitTrainResponse\x12o\n\x0eSubmitSimulate\x12-.paperworks.training.v1.SubmitSimulateRequest\x1a..paperworks.training.v1.SubmitSimulateResponse\x12Q\n\x04Plan\x12#.paperworks.training.v1.PlanRequest\x1a$.paperworks.training.v1.PlanResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,34 +35,34 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_PLANRESPONSE_BASELINESENTRY']._loaded_options = None
   _globals['_PLANRESPONSE_BASELINESENTRY']._serialized_options = b'8\001'
-  _globals['_ENCODERSPEC']._serialized_start=92
-  _globals['_ENCODERSPEC']._serialized_end=255
-  _globals['_MODELDESCRIPTION']._serialized_start=258
-  _globals['_MODELDESCRIPTION']._serialized_end=507
-  _globals['_SEQUENCESTATS']._serialized_start=510
-  _globals['_SEQUENCESTATS']._serialized_end=668
-  _globals['_SUBMITPLANPARALLELISMREQUEST']._serialized_start=671
-  _globals['_SUBMITPLANPARALLELISMREQUEST']._serialized_end=1107
-  _globals['_SUBMITPLANPARALLELISMRESPONSE']._serialized_start=1109
-  _globals['_SUBMITPLANPARALLELISMRESPONSE']._serialized_end=1173
-  _globals['_SUBMITTRAINREQUEST']._serialized_start=1176
-  _globals['_SUBMITTRAINREQUEST']._serialized_end=1579
-  _globals['_SUBMITTRAINRESPONSE']._serialized_start=1581
-  _globals['_SUBMITTRAINRESPONSE']._serialized_end=1635
-  _globals['_SIMSTAGE']._serialized_start=1637
-  _globals['_SIMSTAGE']._serialized_end=1710
-  _globals['_SUBMITSIMULATEREQUEST']._serialized_start=1713
-  _globals['_SUBMITSIMULATEREQUEST']._serialized_end=1898
-  _globals['_SUBMITSIMULATERESPONSE']._serialized_start=1900
-  _globals['_SUBMITSIMULATERESPONSE']._serialized_end=1957
-  _globals['_PLANREQUEST']._serialized_start=1960
-  _globals['_PLANREQUEST']._serialized_end=2188
-  _globals['_STAGETEMPLATE']._serialized_start=2190
-  _globals['_STAGETEMPLATE']._serialized_end=2292
-  _globals['_PLANRESPONSE']._serialized_start=2295
-  _globals['_PLANRESPONSE']._serialized_end=2520
-  _globals['_PLANRESPONSE_BASELINESENTRY']._serialized_start=2472
-  _globals['_PLANRESPONSE_BASELINESENTRY']._serialized_end=2520
-  _globals['_TRAININGSERVICE']._serialized_start=2523
-  _globals['_TRAININGSERVICE']._serialized_end=2975
+  _globals['_ENCODERSPEC']._serialized_start=120
+  _globals['_ENCODERSPEC']._serialized_end=321
+  _globals['_MODELDESCRIPTION']._serialized_start=324
+  _globals['_MODELDESCRIPTION']._serialized_end=612
+  _globals['_SEQUENCESTATS']._serialized_start=615
+  _globals['_SEQUENCESTATS']._serialized_end=773
+  _globals['_SUBMITPLANPARALLELISMREQUEST']._serialized_start=776
+  _globals['_SUBMITPLANPARALLELISMREQUEST']._serialized_end=1212
+  _globals['_SUBMITPLANPARALLELISMRESPONSE']._serialized_start=1214
+  _globals['_SUBMITPLANPARALLELISMRESPONSE']._serialized_end=1278
+  _globals['_SUBMITTRAINREQUEST']._serialized_start=1281
+  _globals['_SUBMITTRAINREQUEST']._serialized_end=1684
+  _globals['_SUBMITTRAINRESPONSE']._serialized_start=1686
+  _globals['_SUBMITTRAINRESPONSE']._serialized_end=1740
+  _globals['_SIMSTAGE']._serialized_start=1742
+  _globals['_SIMSTAGE']._serialized_end=1815
+  _globals['_SUBMITSIMULATEREQUEST']._serialized_start=1818
+  _globals['_SUBMITSIMULATEREQUEST']._serialized_end=2003
+  _globals['_SUBMITSIMULATERESPONSE']._serialized_start=2005
+  _globals['_SUBMITSIMULATERESPONSE']._serialized_end=2062
+  _globals['_PLANREQUEST']._serialized_start=2065
+  _globals['_PLANREQUEST']._serialized_end=2293
+  _globals['_STAGETEMPLATE']._serialized_start=2295
+  _globals['_STAGETEMPLATE']._serialized_end=2397
+  _globals['_PLANRESPONSE']._serialized_start=2400
+  _globals['_PLANRESPONSE']._serialized_end=2625
+  _globals['_PLANRESPONSE_BASELINESENTRY']._serialized_start=2577
+  _globals['_PLANRESPONSE_BASELINESENTRY']._serialized_end=2625
+  _globals['_TRAININGSERVICE']._serialized_start=2628
+  _globals['_TRAININGSERVICE']._serialized_end=3080
 # @@protoc_insertion_point(module_scope)

@@ -1,3 +1,4 @@
+from paperworks.v1 import common_pb2 as _common_pb2
 from paperworks.v1 import jobs_pb2 as _jobs_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -8,34 +9,38 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class EncoderSpec(_message.Message):
-    __slots__ = ("name", "tokens", "input_dim", "d_model", "layers")
+    __slots__ = ("name", "tokens", "input_dim", "d_model", "layers", "hf")
     NAME_FIELD_NUMBER: _ClassVar[int]
     TOKENS_FIELD_NUMBER: _ClassVar[int]
     INPUT_DIM_FIELD_NUMBER: _ClassVar[int]
     D_MODEL_FIELD_NUMBER: _ClassVar[int]
     LAYERS_FIELD_NUMBER: _ClassVar[int]
+    HF_FIELD_NUMBER: _ClassVar[int]
     name: str
     tokens: int
     input_dim: int
     d_model: int
     layers: int
-    def __init__(self, name: _Optional[str] = ..., tokens: _Optional[int] = ..., input_dim: _Optional[int] = ..., d_model: _Optional[int] = ..., layers: _Optional[int] = ...) -> None: ...
+    hf: _common_pb2.ModelSpec
+    def __init__(self, name: _Optional[str] = ..., tokens: _Optional[int] = ..., input_dim: _Optional[int] = ..., d_model: _Optional[int] = ..., layers: _Optional[int] = ..., hf: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ...) -> None: ...
 
 class ModelDescription(_message.Message):
-    __slots__ = ("encoders", "d_model", "llm_layers", "heads", "vocab", "text_tokens")
+    __slots__ = ("encoders", "d_model", "llm_layers", "heads", "vocab", "text_tokens", "llm")
     ENCODERS_FIELD_NUMBER: _ClassVar[int]
     D_MODEL_FIELD_NUMBER: _ClassVar[int]
     LLM_LAYERS_FIELD_NUMBER: _ClassVar[int]
     HEADS_FIELD_NUMBER: _ClassVar[int]
     VOCAB_FIELD_NUMBER: _ClassVar[int]
     TEXT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    LLM_FIELD_NUMBER: _ClassVar[int]
     encoders: _containers.RepeatedCompositeFieldContainer[EncoderSpec]
     d_model: int
     llm_layers: int
     heads: int
     vocab: int
     text_tokens: int
-    def __init__(self, encoders: _Optional[_Iterable[_Union[EncoderSpec, _Mapping]]] = ..., d_model: _Optional[int] = ..., llm_layers: _Optional[int] = ..., heads: _Optional[int] = ..., vocab: _Optional[int] = ..., text_tokens: _Optional[int] = ...) -> None: ...
+    llm: _common_pb2.ModelSpec
+    def __init__(self, encoders: _Optional[_Iterable[_Union[EncoderSpec, _Mapping]]] = ..., d_model: _Optional[int] = ..., llm_layers: _Optional[int] = ..., heads: _Optional[int] = ..., vocab: _Optional[int] = ..., text_tokens: _Optional[int] = ..., llm: _Optional[_Union[_common_pb2.ModelSpec, _Mapping]] = ...) -> None: ...
 
 class SequenceStats(_message.Message):
     __slots__ = ("seq_len", "modalities", "samples", "seed", "causal_only")
