@@ -194,11 +194,16 @@ SPEC = ServiceSpec(
             "train",
             TrainParams,
             "SubmitTrain",
-            "runs the plan's 1F1B schedule on world_size worker processes (torch.distributed, gloo)",
+            "runs the plan's 1F1B schedule on world_size worker processes (torch.distributed: gloo on "
+            "CPU, NCCL on CUDA) -> trained model (model.safetensors, announced)",
             {
                 "losses": "training loss per step",
                 "measured_iteration_time": "median (s)",
                 "predicted_iteration_time": "simulator (s)",
+                "tokens_per_s": "tokens per second at the median iteration",
+                "stage_busy_s": "each stage's compute time in the last iteration (s)",
+                "stage_bubble_s": "each stage's idle time in the last iteration (s)",
+                "device": "where the ranks ran",
                 "stages": "the plan run",
             },
         ),

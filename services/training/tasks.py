@@ -16,7 +16,7 @@ from __future__ import annotations
 import statistics
 
 import numpy as np
-from paperworks.services.training import data, figures
+from paperworks.services.training import checkpoint, data, figures
 from paperworks.services.training.cornstarch import context, costs, launch, partition, placement, schedule
 from paperworks.services.training.cornstarch.model import MLLM, Freeze, microbatches, synthetic_batch
 from paperworks.services.training.spec import (
@@ -194,15 +194,18 @@ def run_train(params: TrainParams, ctx: JobContext) -> dict:
         "seed": params.seed,
     }
 
+    task["save"] = True
     pids: list[int] = []
+    tokens = params.batch_size * cfg.seq_len
+    reported = [0]
 
-    def poll():  # cancellation arrives here; the launcher then kills every worker
-        ctx.progress(
-            0,
-            params.steps,
-            stage="training",
-            message=f"{params.world_size} worker processes, pids {' '.join(map(str, pids))}",
-        )
+    def poll(records):  # cancellation arrives here; the launcher then kills every worker
+        step = min(r["step"] for r in records) if all(records) else 0
+        line = f"{params.world_size} worker processes, pids {' '.join(map(str, pids))}"
+        if step > reported[0]:
+            reported[0] = step
+            line = f"{_step_message(records, tokens)} · {line}"
+        ctx.progress(reported[0], params.steps, stage="training", message=line)
 
     ranks = launch.launch(
         task, params.world_size, poll=poll, timeout=3600, device=where, on_start=pids.extend
@@ -210,10 +213,14 @@ def run_train(params: TrainParams, ctx: JobContext) -> dict:
     last = ranks[-1]
     times = last["iteration_times"][1:] or last["iteration_times"]
     measured = statistics.median(times)
+    busy = [sum(end - start for _, _, start, end in r["timeline"]) for r in ranks]
     result = {
         "losses": last["losses"],
         "measured_iteration_time": measured,
         "predicted_iteration_time": plan["predicted_iteration_time"],
+        "tokens_per_s": tokens / measured,
+        "stage_busy_s": busy,
+        "stage_bubble_s": [max(0.0, last["iteration_times"][-1] - b) for b in busy],
         "method": plan.get("method", "frozen_aware"),
         "device": where,
         "stages": _stages_json(plan),
@@ -224,8 +231,25 @@ def run_train(params: TrainParams, ctx: JobContext) -> dict:
         figures.timeline_png([r["timeline"] for r in ranks], f"measured 1F1B, last step ({params.pattern})"),
         PNG,
     )
+    weights = {name: t for r in ranks for name, t in r["state"].items()}
+    ref = ctx.put_artifact(
+        checkpoint.MODEL, checkpoint.to_bytes(weights, cfg, params.pattern), "application/octet-stream"
+    )
+    ctx.announce_model(ref, f"multimodal model trained {params.steps} steps ({params.pattern})")
     ctx.progress(params.steps, params.steps, stage="done")
     return result
+
+
+def _step_message(records: list[dict], tokens: int) -> str:
+    """One step's progress line: loss, tokens/s, and per stage busy / bubble time (ms)."""
+    loss = records[-1].get("loss")
+    elapsed = max(r["time"] for r in records)
+    stages = ", ".join(
+        f"s{i} {r['busy'] * 1e3:.0f}/{max(0.0, r['time'] - r['busy']) * 1e3:.0f}"
+        for i, r in enumerate(records)
+    )
+    head = f"loss {loss:.3f} · " if loss is not None else ""
+    return f"{head}{tokens / elapsed:.0f} tokens/s · busy/bubble ms per stage: {stages}"
 
 
 def run_simulate(params: SimulateParams, ctx: JobContext) -> dict:

@@ -50,12 +50,23 @@ def _kill(procs) -> None:
         p.wait()
 
 
+def step_records(folder: Path, world: int) -> list[dict | None]:
+    """Each rank's latest step record (`worker.PipelineTask`), None where it has none yet."""
+    records = []
+    for rank in range(world):
+        try:
+            records.append(json.loads((folder / f"step-rank{rank}.json").read_text()))
+        except (OSError, ValueError):
+            records.append(None)
+    return records
+
+
 def launch(
     task: dict, world: int, poll=None, timeout: float = 600.0, device: str = "cpu", on_start=None
 ) -> list[dict]:
     """Run `task` (see `worker.main`) on `world` processes; returns each rank's result dict.
-    `poll()` is called about every 50 ms while they run (it may raise to cancel); `on_start(pids)`
-    is told the process ids."""
+    `poll(records)` is called about every 50 ms while they run with each rank's latest step record
+    (`step_records`; it may raise to cancel); `on_start(pids)` is told the process ids."""
     with tempfile.TemporaryDirectory(prefix="cornstarch-") as tmp:
         tmp_path = Path(tmp)
         (tmp_path / "task.json").write_text(json.dumps({**task, "device": device}))
@@ -94,7 +105,7 @@ def launch(
                 if time.monotonic() > deadline:
                     raise WorkerFailed(f"workers still running after {timeout:.0f} s")
                 if poll is not None:
-                    poll()
+                    poll(step_records(tmp_path, world))
                 time.sleep(0.05)
             failed = [r for r, p in enumerate(procs) if p.returncode != 0]
             if failed:

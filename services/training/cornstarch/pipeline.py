@@ -43,8 +43,13 @@ def boundary_shapes(model: MLLM, plan: list[dict], batch: dict) -> list[dict]:
     return out
 
 
+def stage_prefixes(stage: dict) -> tuple[str, ...]:
+    """The names under which the stage's layers keep their parameters and buffers."""
+    return tuple(f"llm.{i}." if m == "llm" else f"branches.{m}.{i}." for m, i in stage["layers"])
+
+
 def stage_parameters(model: MLLM, stage: dict) -> dict[str, torch.nn.Parameter]:
-    prefixes = tuple(f"llm.{i}." if m == "llm" else f"branches.{m}.{i}." for m, i in stage["layers"])
+    prefixes = stage_prefixes(stage)
     return {n: p for n, p in model.named_parameters() if n.startswith(prefixes)}
 
 
@@ -83,6 +88,15 @@ class StageRunner:
         for t in tensors:
             t = t.detach().contiguous()
             self._pending.append((dist.isend(t, dst=dst), t))
+
+    def state(self) -> dict[str, torch.Tensor]:
+        """The stage's trained weights (its layers' parameters and buffers), on the CPU."""
+        prefixes = stage_prefixes(self.stage)
+        return {
+            n: t.detach().cpu().contiguous()
+            for n, t in self.model.state_dict().items()
+            if n.startswith(prefixes)
+        }
 
     def run(self, batch: dict, m: int) -> torch.Tensor | None:
         """One training iteration's forward/backward over `m` microbatches; the loss on the last stage."""

@@ -31,11 +31,13 @@ from .placement import placement, synchronize
 
 
 class PipelineTask:
-    """One `pipeline` task on this rank: the stage, its optimizer and what is recorded per step."""
+    """One `pipeline` task on this rank: the stage, its optimizer and what is recorded per step.
+    With a `report` folder, each step's record (step, iteration time, the stage's busy time, the
+    loss on the last stage) replaces `step-rank<r>.json` there, for the launcher's progress."""
 
-    def __init__(self, task: dict, rank: int, device: str = "cpu"):
+    def __init__(self, task: dict, rank: int, device: str = "cpu", report: Path | None = None):
         self.task, cfg = task, MLLMConfig.from_dict(task["model"])
-        self.device = device
+        self.device, self.rank, self.report = device, rank, report
         self.cfg = cfg
         model = MLLM(cfg).apply_freeze(Freeze.pattern(task["pattern"], cfg.encoders))
         self.m, self.size = task["microbatches"], task["batch_size"]
@@ -55,10 +57,18 @@ class PipelineTask:
         loss = self.runner.run(batch, self.m)
         synchronize(self.device)
         dist.barrier()
-        self.out["iteration_times"].append(time.perf_counter() - t0)
+        elapsed = time.perf_counter() - t0
+        self.out["iteration_times"].append(elapsed)
         self.out["timeline"] = self.runner.timeline
         if loss is not None:
             self.out["losses"].append(float(loss))
+        if self.report is not None:
+            busy = sum(end - start for _, _, start, end in self.runner.timeline)
+            record = {"step": step + 1, "time": elapsed, "busy": busy,
+                      "loss": None if loss is None else float(loss)}
+            tmp = self.report / f".step-rank{self.rank}.json"
+            tmp.write_text(json.dumps(record))
+            tmp.replace(self.report / f"step-rank{self.rank}.json")
         if step == 0 and self.task.get("record_grads"):  # on the CPU: the launcher reads them there
             self.out["grads"] = {
                 n: p.grad.detach().cpu().clone() for n, p in self.runner.params.items() if p.grad is not None
@@ -68,10 +78,14 @@ class PipelineTask:
             self.opt.zero_grad(set_to_none=True)
 
 
-def run_pipeline(task: dict, rank: int, device: str = "cpu") -> dict:
-    job = PipelineTask(task, rank, device)
+def run_pipeline(task: dict, rank: int, device: str = "cpu", report: Path | None = None) -> dict:
+    """Trains the stage; with `task["save"]`, the result also holds the stage's trained weights
+    (parameters and buffers of its layers, on the CPU): the stages' union is the whole model."""
+    job = PipelineTask(task, rank, device, report)
     for step in range(task["steps"]):
         job.step(step)
+    if task.get("save"):
+        job.out["state"] = job.runner.state()
     return job.out
 
 
@@ -99,9 +113,9 @@ def run_cp_attention(task: dict, rank: int, world: int, device: str = "cpu") -> 
     return {"offsets": pos, "out": out.cpu(), "imbalance": split["imbalance"]}
 
 
-def _run(task: dict, rank: int, world: int, device: str = "cpu"):
+def _run(task: dict, rank: int, world: int, device: str = "cpu", report: Path | None = None):
     if task["kind"] == "pipeline":
-        return run_pipeline(task, rank, device)
+        return run_pipeline(task, rank, device, report)
     if task["kind"] == "cp_attention":
         return run_cp_attention(task, rank, world, device)
     if task["kind"] == "interleave":
@@ -123,7 +137,7 @@ def main(folder: str) -> None:
         torch.cuda.set_device(where.device)
     dist.init_process_group(where.backend, rank=rank, world_size=world)
     try:
-        result = _run(task, rank, world, where.device)
+        result = _run(task, rank, world, where.device, Path(folder))
         if task.get("hang_rank") == rank:  # tests: a rank that never finishes (reaping on cancel)
             time.sleep(3600)
         torch.save(result, Path(folder) / f"rank{rank}.pt")

@@ -57,12 +57,27 @@ def test_plan_reports_stages_baselines_and_cp(plan):
     assert {a.name for a in plan.artifacts} == {"plan.json", "timeline.png"}
 
 
-def test_train_from_the_plan_on_two_processes(client, plan):
-    done = finished(client, client.submit("training", "train", plan_job_id=plan.id, steps=3), timeout=180)
+def test_train_from_the_plan_on_two_processes(client, plan, tmp_path):
+    from paperworks.services.training import checkpoint
+
+    job = client.submit("training", "train", plan_job_id=plan.id, steps=3)
+    done = finished(client, job, timeout=180)
     r = done.result
-    assert len(r["losses"]) == 3 and r["measured_iteration_time"] > 0
+    assert len(r["losses"]) == 3 and r["measured_iteration_time"] > 0 and r["tokens_per_s"] > 0
+    assert len(r["stage_busy_s"]) == len(r["stage_bubble_s"]) == 2
     assert [s["layers"] for s in r["stages"]] == [s["layers"] for s in plan.result["stages"]]
-    assert {a.name for a in done.artifacts} == {"train.json", "timeline.png"}
+    assert {a.name for a in done.artifacts} == {"train.json", "timeline.png", "model.safetensors"}
+    events = list(client.watch(job.id, timeout=30))
+    steps = {e.progress.step for e in events if e.type == jobs_pb2.JOB_EVENT_TYPE_PROGRESS
+             and "tokens/s" in e.progress.message}
+    assert steps and steps <= {1, 2, 3}  # per-step progress with loss, tokens/s, busy/bubble
+    assert any("busy/bubble" in e.progress.message for e in events)
+    ready = [e for e in events if e.type == jobs_pb2.JOB_EVENT_TYPE_MODEL_READY]
+    assert len(ready) == 1
+    [weights] = [a for a in done.artifacts if a.name == "model.safetensors"]
+    path = client.pull_artifact(job.id, weights.sha256, tmp_path / "model.safetensors")
+    model, meta = checkpoint.from_bytes(path.read_bytes())  # strict: both stages' layers are there
+    assert meta["pattern"] == "frozen_encoder" and sum(p.numel() for p in model.parameters()) > 0
 
 
 def test_train_inline_plan_and_simulate(client, plan):

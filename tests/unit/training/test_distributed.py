@@ -178,7 +178,7 @@ def test_launcher_reaps_on_failure_and_on_cancel():
     hang = {"kind": "cp_attention", "modality": [0] * 256, "mode": "lpt", "hang_rank": 1}
     pids.clear()
 
-    def poll():
+    def poll(records):
         if time.monotonic() - started > 1.0:
             raise Cancelled
 
