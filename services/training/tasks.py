@@ -226,6 +226,9 @@ def run_train(params: TrainParams, ctx: JobContext) -> dict:
         "stages": _stages_json(plan),
     }
     ctx.put_json("train.json", {**result, "iteration_times": last["iteration_times"]})
+    # what every rank ran, the input of a multi-node run (infra/k8s/training-ranks.yaml); without
+    # the worker's folder paths (an HF composition's llm_path / hf_path name the pods' folders)
+    ctx.put_json("task.json", {**task, "device": where, "model": checkpoint.public_config(cfg)})
     ctx.put_artifact(
         "timeline.png",
         figures.timeline_png([r["timeline"] for r in ranks], f"measured 1F1B, last step ({params.pattern})"),

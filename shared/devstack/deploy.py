@@ -179,7 +179,8 @@ def compose() -> dict:
                 "restart": "on-failure",
             },
         },
-        "volumes": {"pgdata": {}, "kafka-data": {}, "redis-data": {}, "minio-data": {}},
+        "volumes": {"pgdata": {}, "kafka-data": {}, "redis-data": {}, "minio-data": {},
+                    "training-runs": {}},
     }
     svc = out["services"]
     for name, port in host_ports().items():
@@ -206,6 +207,7 @@ def compose() -> dict:
         }
         svc[f"{name}-worker-cpu"] = {"image": IMAGE_CPU, "profiles": ["cpu"], **worker}
     svc["console"] = console_container()
+    svc.update(compose_training_ranks())
     return out
 
 
@@ -324,6 +326,70 @@ def k8s(name: str) -> list[dict]:
     ]
 
 
+TRAINING_RANKS = 2  # the multi-node form's world size (edit with the task's plan)
+RENDEZVOUS_PORT = 29500
+RANK_COMMAND = ["python", "-m", "paperworks.services.training.cornstarch.worker", "/task", "/runs/current"]
+
+
+def k8s_training_ranks() -> list[dict]:
+    """The training service's multi-node form: one `train` job's ranks as a Kubernetes indexed Job,
+    one pod per rank (a GPU each), rendezvous at pod 0 through a headless Service. The ranks run
+    the `task.json` a `train` job wrote (mount it as the `training-task` ConfigMap) and write their
+    results to a shared ReadWriteMany volume."""
+    name = "training-ranks"
+    labels = {"app.kubernetes.io/name": "paperworks", "paperworks/service": "training",
+              "paperworks/role": "rank"}
+    index = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+    env = [{"name": "MASTER_ADDR", "value": f"{name}-0.{name}"},
+           {"name": "MASTER_PORT", "value": str(RENDEZVOUS_PORT)},
+           {"name": "WORLD_SIZE", "value": str(TRAINING_RANKS)},
+           {"name": "RANK", "valueFrom": {"fieldRef": {"fieldPath": index}}},
+           {"name": "LOCAL_RANK", "value": "0"},  # one GPU per pod
+           {"name": "OMP_NUM_THREADS", "value": "1"}]
+    return [
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "labels": labels},
+         "spec": {"clusterIP": "None", "selector": {"job-name": name},
+                  "ports": [{"name": "rendezvous", "port": RENDEZVOUS_PORT}]}},
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "labels": labels},
+         "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "20Gi"}}}},
+        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "labels": labels},
+         "spec": {
+             "completionMode": "Indexed", "completions": TRAINING_RANKS, "parallelism": TRAINING_RANKS,
+             "backoffLimit": 0,  # one rank failing fails the run, as the embedded launcher does
+             "template": {
+                 "metadata": {"labels": labels},
+                 "spec": {
+                     "subdomain": name, "restartPolicy": "Never",
+                     "securityContext": {"runAsNonRoot": True, "runAsUser": 10001},
+                     "volumes": [{"name": "task", "configMap": {"name": "training-task"}},
+                                 {"name": "runs", "persistentVolumeClaim": {"claimName": name}}],
+                     "containers": [{
+                         "name": "rank", "image": IMAGE_CUDA, "command": RANK_COMMAND, "env": env,
+                         "ports": [{"name": "rendezvous", "containerPort": RENDEZVOUS_PORT}],
+                         "volumeMounts": [{"name": "task", "mountPath": "/task", "readOnly": True},
+                                          {"name": "runs", "mountPath": "/runs"}],
+                         "resources": {"requests": {"cpu": "4", "memory": "16Gi"},
+                                       "limits": {"nvidia.com/gpu": 1}}}]}}}},
+    ]
+
+
+def compose_training_ranks() -> dict[str, dict]:
+    """The same form in Compose (profile `training-ranks`): one container per rank, rank 0 the
+    rendezvous; on several hosts, give each rank's container its host and MASTER_ADDR rank 0's."""
+    ranks = {}
+    for rank in range(TRAINING_RANKS):
+        ranks[f"training-rank-{rank}"] = {
+            "image": IMAGE_CUDA, "profiles": ["training-ranks"], "command": RANK_COMMAND,
+            "environment": {"MASTER_ADDR": "training-rank-0", "MASTER_PORT": str(RENDEZVOUS_PORT),
+                            "WORLD_SIZE": str(TRAINING_RANKS), "RANK": str(rank), "LOCAL_RANK": "0",
+                            "OMP_NUM_THREADS": "1"},
+            "volumes": ["${PAPERWORKS_TRAINING_TASK:-./task}:/task:ro", "training-runs:/runs"],
+            "deploy": {"resources": {"reservations": {"devices": [
+                {"driver": "nvidia", "count": 1, "capabilities": ["gpu"]}]}}},
+        }
+    return ranks
+
+
 def k8s_config() -> list[dict]:
     config = {**COMMON_ENV,
               "PAPERWORKS_ENDPOINTS": ",".join(f"{n}={n}:{GRPC_PORT}" for n in host_ports())}
@@ -373,7 +439,8 @@ def dump(docs: list[dict] | dict) -> str:
 def files() -> dict[Path, str]:
     out = {ROOT / "docker-compose.yml": dump(compose()),
            ROOT / "infra/k8s/config.yaml": dump(k8s_config()),
-           ROOT / "infra/k8s/console.yaml": dump(k8s_console())}
+           ROOT / "infra/k8s/console.yaml": dump(k8s_console()),
+           ROOT / "infra/k8s/training-ranks.yaml": dump(k8s_training_ranks())}
     for name in services():
         out[ROOT / f"infra/k8s/{name}.yaml"] = dump(k8s(name))
     return out

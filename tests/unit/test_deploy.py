@@ -94,6 +94,33 @@ def test_compose_file_validates_for_both_profiles():
              "config", "--services"], env=env, capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
         assert "ops-server" in out.stdout.split()
+    out = subprocess.run(
+        [COMPOSE, "-f", str(ROOT / "docker-compose.yml"), "--profile", "training-ranks",
+         "config", "--services"], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert {"training-rank-0", "training-rank-1"} <= set(out.stdout.split())
+
+
+def test_the_training_ranks_run_as_an_indexed_job_meeting_at_pod_zero():
+    """Multi-node training: one pod per rank, RANK from the completion index, MASTER_ADDR pod 0's
+    DNS name through the headless Service the pods' subdomain names (tests/integration/training
+    runs the same command and environment on two local processes)."""
+    from paperworks.shared.devstack.deploy import k8s_training_ranks
+
+    service, claim, job = k8s_training_ranks()
+    spec = job["spec"]["template"]["spec"]
+    [rank] = spec["containers"]
+    env = {e["name"]: e for e in rank["env"]}
+    assert job["spec"]["completionMode"] == "Indexed"
+    assert job["spec"]["completions"] == job["spec"]["parallelism"] == int(env["WORLD_SIZE"]["value"])
+    assert env["RANK"]["valueFrom"]["fieldRef"]["fieldPath"].endswith(
+        "['batch.kubernetes.io/job-completion-index']")
+    name = job["metadata"]["name"]
+    assert service["spec"]["clusterIP"] == "None" and spec["subdomain"] == service["metadata"]["name"]
+    assert env["MASTER_ADDR"]["value"] == f"{name}-0.{service['metadata']['name']}"
+    assert service["spec"]["selector"] == {"job-name": name}
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]  # every rank writes its results there
+    assert rank["resources"]["limits"]["nvidia.com/gpu"] == 1
 
 
 def dockerfile_stages(text: str) -> tuple[list[str], list[tuple[str, str]]]:

@@ -1,5 +1,7 @@
-"""One rank of a launched run (`launch.launch`): `python -m ...cornstarch.worker <folder>` reads
-`task.json`, joins the process group (`placement`: gloo on CPU tensors, or NCCL with the rank's GPU
+"""One rank of a launched run (`launch.launch`): `python -m ...cornstarch.worker <folder> [<out>]`
+reads `<folder>/task.json`, writes its results (`rank<r>.pt`, step records) to `<out>` (default:
+the same folder; a multi-node run mounts the task read-only and shares `<out>`), joins the process
+group (`placement`: gloo on CPU tensors, or NCCL with the rank's GPU
 `cuda:<LOCAL_RANK or rank>` when the task's device is CUDA) and runs the task:
 
 - `pipeline`: build the model, apply the freezing pattern, train `steps` iterations of the plan's
@@ -125,8 +127,10 @@ def _run(task: dict, rank: int, world: int, device: str = "cpu", report: Path | 
     raise ValueError(f"unknown task kind {task['kind']!r}")
 
 
-def main(folder: str) -> None:
+def main(folder: str, out: str | None = None) -> None:
     task = json.loads((Path(folder) / "task.json").read_text())
+    results = Path(out or folder)
+    results.mkdir(parents=True, exist_ok=True)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.set_num_threads(1)
     local = os.environ.get("LOCAL_RANK")
@@ -137,13 +141,13 @@ def main(folder: str) -> None:
         torch.cuda.set_device(where.device)
     dist.init_process_group(where.backend, rank=rank, world_size=world)
     try:
-        result = _run(task, rank, world, where.device, Path(folder))
+        result = _run(task, rank, world, where.device, results)
         if task.get("hang_rank") == rank:  # tests: a rank that never finishes (reaping on cancel)
             time.sleep(3600)
-        torch.save(result, Path(folder) / f"rank{rank}.pt")
+        torch.save(result, results / f"rank{rank}.pt")
     finally:
         dist.destroy_process_group()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:3])

@@ -66,7 +66,8 @@ def test_train_from_the_plan_on_two_processes(client, plan, tmp_path):
     assert len(r["losses"]) == 3 and r["measured_iteration_time"] > 0 and r["tokens_per_s"] > 0
     assert len(r["stage_busy_s"]) == len(r["stage_bubble_s"]) == 2
     assert [s["layers"] for s in r["stages"]] == [s["layers"] for s in plan.result["stages"]]
-    assert {a.name for a in done.artifacts} == {"train.json", "timeline.png", "model.safetensors"}
+    names = {a.name for a in done.artifacts}
+    assert names == {"train.json", "timeline.png", "model.safetensors", "task.json"}
     events = list(client.watch(job.id, timeout=30))
     steps = {e.progress.step for e in events if e.type == jobs_pb2.JOB_EVENT_TYPE_PROGRESS
              and "tokens/s" in e.progress.message}
@@ -75,9 +76,38 @@ def test_train_from_the_plan_on_two_processes(client, plan, tmp_path):
     ready = [e for e in events if e.type == jobs_pb2.JOB_EVENT_TYPE_MODEL_READY]
     assert len(ready) == 1
     [weights] = [a for a in done.artifacts if a.name == "model.safetensors"]
-    path = client.pull_artifact(job.id, weights.sha256, tmp_path / "model.safetensors")
+    path = client.pull_artifact(job.id, weights.sha256, tmp_path)
     model, meta = checkpoint.from_bytes(path.read_bytes())  # strict: both stages' layers are there
     assert meta["pattern"] == "frozen_encoder" and sum(p.numel() for p in model.parameters()) > 0
+    ranks_rerun_the_task(client, job.id, done, tmp_path)
+
+
+def ranks_rerun_the_task(client, job_id, done, tmp_path):
+    """The multi-node form (infra/k8s/training-ranks.yaml) runs the job's task.json: its rank
+    command, with the task folder read-only and the results in another, gives the job's losses."""
+    import subprocess
+    import sys
+
+    import torch
+    from paperworks.shared.devstack.deploy import RANK_COMMAND, RENDEZVOUS_PORT, k8s_training_ranks
+
+    [task] = [a for a in done.artifacts if a.name == "task.json"]
+    task_dir, runs = tmp_path / "task", tmp_path / "runs" / "current"
+    client.pull_artifact(job_id, task.sha256, task_dir)
+    task_dir.chmod(0o555)
+    job_env = {e["name"]: e.get("value") for e in k8s_training_ranks()[-1]["spec"]["template"]["spec"][
+        "containers"][0]["env"]}
+    assert job_env["WORLD_SIZE"] == "2" and job_env["MASTER_ADDR"] == "training-ranks-0.training-ranks"
+    command = [sys.executable if c == "python" else c for c in RANK_COMMAND]
+    command = [str(task_dir) if c == "/task" else str(runs) if c == "/runs/current" else c for c in command]
+    port = str(RENDEZVOUS_PORT + os.getpid() % 1000)
+    procs = [subprocess.Popen(command, env={**os.environ, **{k: v for k, v in job_env.items() if v},
+                                            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port,
+                                            "RANK": str(r), "PYTHONSAFEPATH": "1"})
+             for r in range(2)]
+    assert [p.wait(timeout=180) for p in procs] == [0, 0]
+    last = torch.load(runs / "rank1.pt", weights_only=True)
+    assert last["losses"] == pytest.approx(done.result["losses"], rel=1e-4)
 
 
 def test_train_inline_plan_and_simulate(client, plan):
