@@ -157,6 +157,24 @@ class InputScope:
     tenant: str
 
 
+def require_folder_archive(source: InputRefParams, scope: InputScope, field: str) -> None:
+    """At submission, a model folder named by an upload, an artifact or an S3 object must travel as
+    an archive (its content is checked by the worker when it unpacks it); a server path is not
+    looked at here. INVALID_ARGUMENT on `field` otherwise."""
+    if source.path:
+        return
+    if source.upload:
+        from paperworks.shared.db.uploads import UploadStore
+
+        name = UploadStore(scope.store.db).get(scope.tenant, source.upload, field).name
+    else:
+        name = source.artifact.name if source.artifact else source.uri.rpartition("/")[2]
+    if not is_archive(name):
+        raise InvalidArgument(
+            field, f"{name!r} is not a folder: send a model folder as a .tar, .tar.gz or .zip"
+        )
+
+
 def path_shorthand(data, path: str = "path", source: str = "source"):
     """For a `model_validator(mode="before")`: a message with a string `path` and an InputRef
     `source` takes either; `path` is short for `source.path` (both set and different: refused)."""

@@ -22,7 +22,13 @@ from paperworks.services.moe.hf_upcycle import moe_type_of
 from paperworks.services.moe.spec import HFModelSpec
 from paperworks.shared.backends.errors import InvalidModel
 from paperworks.shared.errors import FailedPrecondition, InvalidArgument
-from paperworks.shared.inputs import InputRefParams, InputScope, archive_root, is_archive, resolve_input
+from paperworks.shared.inputs import (
+    InputRefParams,
+    InputScope,
+    archive_root,
+    require_folder_archive,
+    resolve_input,
+)
 
 PROBE_SEQUENCES, PROBE_LENGTH = 4, 32
 
@@ -47,16 +53,7 @@ def check_base(spec: HFModelSpec, scope: InputScope, field: str = "base") -> Non
 
     where = source_field(spec, field)
     if not spec.source.path:
-        if spec.source.upload:
-            from paperworks.shared.db.uploads import UploadStore
-
-            name = UploadStore(scope.store.db).get(scope.tenant, spec.source.upload, where).name
-        else:
-            name = spec.source.artifact.name if spec.source.artifact else spec.source.uri.rpartition("/")[2]
-        if not is_archive(name):
-            raise InvalidArgument(
-                where, f"{name!r} is not a folder: send a model folder as a .tar, .tar.gz or .zip"
-            )
+        require_folder_archive(spec.source, scope, where)
         return
     folder = spec.local_ref(scope, "moe", field).path
     try:

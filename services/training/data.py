@@ -46,7 +46,7 @@ def _info(read, spec: HFModelSpec, scope, field: str) -> tuple[str, dict]:
 def check_folders(desc: ModelDesc, scope, field: str = "model") -> None:
     """The submission-time check of every Hugging Face folder: a server path's config is read (the
     class and sizes, no weights); any other source must name an archive, checked by the worker."""
-    from paperworks.shared.inputs import is_archive
+    from paperworks.shared.inputs import require_folder_archive
 
     specs = [(desc.llm, f"{field}.llm", hf.llm_info)] + [
         (e.hf, f"{field}.encoders[{i}].hf", hf.vision_info) for i, e in enumerate(desc.encoders)
@@ -57,17 +57,7 @@ def check_folders(desc: ModelDesc, scope, field: str = "model") -> None:
         if spec.source.path:
             _info(read, spec, scope, where)
             continue
-        shown = source_field(spec, where)
-        if spec.source.upload:
-            from paperworks.shared.db.uploads import UploadStore
-
-            name = UploadStore(scope.store.db).get(scope.tenant, spec.source.upload, shown).name
-        else:
-            name = spec.source.artifact.name if spec.source.artifact else spec.source.uri.rpartition("/")[2]
-        if not is_archive(name):
-            raise InvalidArgument(
-                shown, f"{name!r} is not a folder: send a model folder as a .tar, .tar.gz or .zip"
-            )
+        require_folder_archive(spec.source, scope, source_field(spec, where))
 
 
 def config(desc: ModelDesc, seed: int = 0, scope=None, field: str = "model") -> MLLMConfig:

@@ -22,7 +22,7 @@ from paperworks.services.vlm import checkpoint
 from paperworks.services.vlm.following.conflicts import ConflictSet, build_grid, render_images
 from paperworks.services.vlm.spec import MODEL_KINDS, AuditParams, VLMModelSpec
 from paperworks.shared.errors import InvalidArgument
-from paperworks.shared.inputs import archive_root, is_archive, resolve_input
+from paperworks.shared.inputs import archive_root, require_folder_archive, resolve_input
 
 MAX_ITEMS = 200_000
 
@@ -97,18 +97,8 @@ def check_hf_model(spec: VLMModelSpec, scope, field: str = "model") -> None:
     any other source must name an archive (a folder travels as one), whose content the worker checks."""
     from paperworks.services.vlm import hf_vlm
 
-    where = hf_where(spec, field)
     if not spec.source.path:
-        if spec.source.upload:
-            from paperworks.shared.db.uploads import UploadStore
-
-            name = UploadStore(scope.store.db).get(scope.tenant, spec.source.upload, where).name
-        else:
-            name = spec.source.artifact.name if spec.source.artifact else spec.source.uri.rpartition("/")[2]
-        if not is_archive(name):
-            raise InvalidArgument(
-                where, f"{name!r} is not a folder: send a model folder as a .tar, .tar.gz or .zip"
-            )
+        require_folder_archive(spec.source, scope, hf_where(spec, field))
         return
     folder, where, shown = hf_folder(spec, scope, field)
     hf_vlm.check_folder(folder, where, shown)

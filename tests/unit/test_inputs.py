@@ -113,3 +113,17 @@ def test_zip_slip_is_refused(tmp_path):
         zf.writestr("../../slipped.txt", "x")
     with pytest.raises(InvalidArgument, match="points outside"):
         unpack_archive(tmp_path / "slip.zip", tmp_path / "out", "f")
+
+
+def test_a_model_folder_named_by_anything_but_a_path_must_travel_as_an_archive():
+    from paperworks.shared.inputs import InputRefParams, require_folder_archive
+
+    scope = None  # no upload named: nothing is looked up
+    for ok in ({"uri": "s3://b/models/llama.tar.gz"}, {"path": "/data/llama"},
+               {"artifact": {"job_id": "moe-1", "name": "model.zip"}}):
+        require_folder_archive(InputRefParams(**ok), scope, "model.source")
+    for bad in ({"uri": "s3://b/models/model.safetensors"},
+                {"artifact": {"job_id": "moe-1", "name": "model.safetensors"}}):
+        with pytest.raises(InvalidArgument) as exc:
+            require_folder_archive(InputRefParams(**bad), scope, "model.source")
+        assert exc.value.field == "model.source" and "send a model folder as a .tar" in str(exc.value)
