@@ -183,8 +183,10 @@ class JobStore:
                     "payload": {"job_id": job_id, "service": service, "kind": kind},
                     "created_at": now,
                 })
+                # no watch notice: nobody can watch a job before this commit makes it exist, and
+                # a watch reads the events already there first (saves waking the publisher)
                 self._insert_event(conn, job_id, 1, (service, kind, tenant), STATE_CHANGED,
-                                   QUEUED, {}, now)
+                                   QUEUED, {}, now, notify=False)
         if inserted is None:
             return self._check_same_request(self._find_keyed(tenant, service, key), kind,
                                             params), False
@@ -582,13 +584,15 @@ class JobStore:
 
     @staticmethod
     def _insert_event(conn: Connection, job_id: str, seq: int, identity: tuple[str, str, str],
-                      type_: str, state: str, payload: dict, now: datetime | None = None) -> None:
+                      type_: str, state: str, payload: dict, now: datetime | None = None,
+                      notify: bool = True) -> None:
         """Appends event `seq` (taken by the caller's guarded update). The relay publishes it
         from this row (`paperworks.shared.bus.relay`); on PostgreSQL the row records its
         transaction's id, which tells the relay when every earlier writer has finished."""
         now = now or utcnow()
         service = identity[0]
-        conn.info.get(_WRITTEN, []).append((service, job_id, seq))
+        if notify:
+            conn.info.get(_WRITTEN, []).append((service, job_id, seq))
         row = {"job_id": job_id, "seq": seq, "type": type_, "state": state, "payload": payload,
                "created_at": now}
         if conn.dialect.name == "postgresql":

@@ -76,10 +76,10 @@ def test_a_notice_wakes_the_watchers_of_its_job_only(settings):
         hub = WatchHub(settings, "ops")
         publish = EventPublisher(settings)
         try:
-            for _ in range(100):
-                if hub.live.is_set():
-                    break
-                await asyncio.sleep(0.05)
+            async with hub.watching("probe") as subscribed:
+                # the subscription wakes every watcher once when it is made (notices may have been
+                # missed before it): wait that out, so the wakes below are the notices' own
+                await asyncio.wait_for(subscribed.wait(), 10)
             assert hub.live.is_set()
             async with hub.watching("ops-1") as mine, hub.watching("ops-2") as other:
                 mine.clear()

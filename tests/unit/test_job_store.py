@@ -343,3 +343,15 @@ def test_on_postgres_an_event_committed_late_behind_a_later_id_is_not_skipped(pg
     late = relay_events(store, tmp_path)
     assert [(k, p["type"]) for _, k, p in late] == [(slow.id, "PROGRESS"), (fast.id, "PROGRESS")]
     assert run_slow.token
+
+
+def test_watch_notices_follow_commits_but_a_submit_needs_none(store):
+    from paperworks.shared.db.jobs import JobStore
+
+    heard = []
+    noticing = JobStore(store.db, on_events=heard.extend)
+    job, _ = noticing.submit("t1", "ops", "digest", PARAMS, None)
+    assert heard == []  # no watch can start before the job exists; it reads event 1 first
+    run = noticing.acquire(job.id, lease_s=30, max_attempts=5)
+    noticing.report_progress(job.id, run.token, {"step": 1})
+    assert heard == [("ops", job.id, 2), ("ops", job.id, 3)]
