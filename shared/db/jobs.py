@@ -42,7 +42,22 @@ from paperworks.shared.db.models import (
     utcnow,
 )
 from paperworks.shared.errors import InvalidArgument, NotFound
-from sqlalchemy import Connection, Row, Table, and_, func, insert, or_, select, text, update
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    Row,
+    String,
+    Table,
+    and_,
+    bindparam,
+    func,
+    insert,
+    null,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 
 EVENTS_TOPIC = "paperworks.events"
@@ -63,6 +78,23 @@ ARTIFACTS: Table = Artifact.__table__
 JOB_ARTIFACTS: Table = JobArtifact.__table__
 # PostgreSQL's id of the writing transaction, as a number (xid8 has no cast to bigint)
 CURRENT_TX = text("pg_current_xact_id()::text::bigint")
+_EVENT_INSERT = insert(EVENTS)
+_EVENT_INSERT_PG = insert(EVENTS).values(tx=CURRENT_TX)
+# the hot statements, built once with bound parameters (building one with literal values costs
+# more than running it on SQLite); `_statement(key, build)` keeps each per key
+_STATEMENTS: dict = {}
+
+
+def _statement(key, build):
+    stmt = _STATEMENTS.get(key)
+    if stmt is None:
+        stmt = _STATEMENTS[key] = build()
+    return stmt
+
+
+def _at(name: str):
+    """A bound timestamp, typed as the jobs' timestamps (SQLite stores them by the type)."""
+    return bindparam(name, type_=JOBS.c.updated_at.type)
 # what every guarded update returns: the event number it took and the job's identity
 _SEQ_AND_IDENTITY = (JOBS.c.event_seq, JOBS.c.service, JOBS.c.kind, JOBS.c.tenant)
 
@@ -173,10 +205,10 @@ class JobStore:
         with self._write() as conn:
             # a keyed insert that meets an earlier job with the key inserts nothing (no error,
             # no second statement): the earlier job is then the answer
-            inserted = conn.execute(
-                _dialect(conn).insert(JOBS).values(row)
+            inserted = conn.execute(  # values as parameters: the statement compiles once
+                _dialect(conn).insert(JOBS)
                 .on_conflict_do_nothing(index_elements=["tenant", "service", "idempotency_key"])
-                .returning(JOBS.c.id)).first()
+                .returning(JOBS.c.id), row).first()
             if inserted is not None:
                 conn.execute(insert(OUTBOX), {
                     "service": service, "topic": jobs_topic(service), "key": job_id,
@@ -324,30 +356,9 @@ class JobStore:
         now = utcnow()
         stale = now - timedelta(seconds=lease_s)
         with self._write() as conn:
-            row = conn.execute(
-                update(JOBS)
-                .where(
-                    JOBS.c.id == job_id,
-                    JOBS.c.attempts < max_attempts,
-                    or_(
-                        JOBS.c.state == QUEUED,
-                        and_(
-                            JOBS.c.state == RUNNING,
-                            or_(JOBS.c.heartbeat_at.is_(None), JOBS.c.heartbeat_at < stale),
-                        ),
-                    ),
-                )
-                .values(
-                    state=RUNNING,
-                    run_token=token,
-                    heartbeat_at=now,
-                    attempts=JOBS.c.attempts + 1,
-                    started_at=func.coalesce(JOBS.c.started_at, now),
-                    updated_at=now,
-                    event_seq=JOBS.c.event_seq + 1,
-                )
-                .returning(*_SEQ_AND_IDENTITY, JOBS.c.attempts, JOBS.c.params)
-            ).first()
+            row = conn.execute(_statement("acquire", _acquire_statement), {
+                "b_id": job_id, "b_max": max_attempts, "b_stale": stale, "b_token": token, "b_now": now,
+            }).first()
             if row is not None:
                 seq, service, kind, tenant, attempt, params = row
                 message = "started" if attempt == 1 else f"taken over (attempt {attempt})"
@@ -413,12 +424,15 @@ class JobStore:
                 progress_total=progress.get("total_steps", 0),
                 progress_message=progress.get("message", ""),
             )
-        row = conn.execute(
+        stmt = _statement(("record", progress is not None), lambda: (
             update(JOBS)
-            .where(JOBS.c.id == job_id, JOBS.c.run_token == token, JOBS.c.state == RUNNING)
-            .values(**values)
-            .returning(*_SEQ_AND_IDENTITY, JOBS.c.cancel_requested)
-        ).first()
+            .where(JOBS.c.id == bindparam("b_id"), JOBS.c.run_token == bindparam("b_token"),
+                   JOBS.c.state == RUNNING)
+            .values(event_seq=JOBS.c.event_seq + bindparam("b_n", type_=BigInteger),
+                    **{k: bindparam(f"b_{k}", type_=JOBS.c[k].type) for k in values if k != "event_seq"})
+            .returning(*_SEQ_AND_IDENTITY, JOBS.c.cancel_requested)))
+        row = conn.execute(stmt, {"b_id": job_id, "b_token": token, "b_n": len(pending),
+                                  **{f"b_{k}": v for k, v in values.items() if k != "event_seq"}}).first()
         if row is None:
             raise LeaseLost(job_id)
         first_seq = row[0] - len(pending) + 1
@@ -426,15 +440,13 @@ class JobStore:
         for seq, p in enumerate(pending, start=first_seq):
             if p.type == ARTIFACT_ADDED:
                 ref = p.payload["artifact"]
-                conn.execute(dialect.insert(ARTIFACTS)
-                             .values(sha256=ref["sha256"], size_bytes=ref["size_bytes"],
-                                     created_at=now)
-                             .on_conflict_do_nothing())
+                conn.execute(_statement(("blob", conn.dialect.name),
+                                        lambda: dialect.insert(ARTIFACTS).on_conflict_do_nothing()),
+                             {"sha256": ref["sha256"], "size_bytes": ref["size_bytes"], "created_at": now})
                 # a takeover re-produces the same name: the last execution's bytes win
-                kept = {k: ref[k] for k in ("sha256", "media_type", "size_bytes")}
-                conn.execute(dialect.insert(JOB_ARTIFACTS)
-                             .values(job_id=job_id, name=ref["name"], **kept)
-                             .on_conflict_do_update(index_elements=["job_id", "name"], set_=kept))
+                conn.execute(_statement(("attach", conn.dialect.name), lambda: _attach_statement(dialect)),
+                             {"job_id": job_id, "name": ref["name"],
+                              **{k: ref[k] for k in ("sha256", "media_type", "size_bytes")}})
             elif p.type == MODEL_READY:
                 artifact = p.payload["artifact"]
                 attached = conn.execute(
@@ -567,15 +579,26 @@ class JobStore:
         values: dict,
         token: str | None = None,
     ) -> bool:
-        conditions = [JOBS.c.id == job_id, JOBS.c.state.in_(from_states)]
-        if token is not None:
-            conditions.append(JOBS.c.run_token == token)
-        row = conn.execute(
-            update(JOBS)
-            .where(*conditions)
-            .values(state=to_state, updated_at=utcnow(), event_seq=JOBS.c.event_seq + 1, **values)
-            .returning(*_SEQ_AND_IDENTITY)
-        ).first()
+        # None writes SQL NULL (a JSON column would store a JSON null from a bound None)
+        shape = tuple(sorted((k, v is None) for k, v in values.items()))
+
+        def build():
+            conditions = [JOBS.c.id == bindparam("b_id"), JOBS.c.state.in_(from_states)]
+            if token is not None:
+                conditions.append(JOBS.c.run_token == bindparam("b_token"))
+            return (update(JOBS).where(*conditions)
+                    .values(state=bindparam("b_state", type_=String), updated_at=_at("b_now"),
+                            event_seq=JOBS.c.event_seq + 1,
+                            **{k: null() if none else bindparam(f"b_{k}", type_=JOBS.c[k].type)
+                               for k, none in shape})
+                    .returning(*_SEQ_AND_IDENTITY))
+
+        bound = {"b_id": job_id, "b_token": token, "b_state": to_state, "b_now": utcnow(),
+                 **{f"b_{k}": v for k, v in values.items() if v is not None}}
+        if token is None:
+            del bound["b_token"]
+        row = conn.execute(_statement(("cas", from_states, token is not None, shape), build),
+                           bound).first()
         if row is None:
             return False
         payload = {"error": values["error"]} if values.get("error") else {}
@@ -595,9 +618,43 @@ class JobStore:
             conn.info.get(_WRITTEN, []).append((service, job_id, seq))
         row = {"job_id": job_id, "seq": seq, "type": type_, "state": state, "payload": payload,
                "created_at": now}
-        if conn.dialect.name == "postgresql":
-            row["tx"] = CURRENT_TX
-        conn.execute(insert(EVENTS).values(row))
+        conn.execute(_EVENT_INSERT_PG if conn.dialect.name == "postgresql" else _EVENT_INSERT, row)
+
+
+def _acquire_statement():
+    """Claim: QUEUED, or RUNNING with a heartbeat older than the lease (b_stale)."""
+    return (
+        update(JOBS)
+        .where(
+            JOBS.c.id == bindparam("b_id"),
+            JOBS.c.attempts < bindparam("b_max", type_=BigInteger),
+            or_(
+                JOBS.c.state == QUEUED,
+                and_(
+                    JOBS.c.state == RUNNING,
+                    or_(JOBS.c.heartbeat_at.is_(None), JOBS.c.heartbeat_at < _at("b_stale")),
+                ),
+            ),
+        )
+        .values(
+            state=RUNNING,
+            run_token=bindparam("b_token", type_=String),
+            heartbeat_at=_at("b_now"),
+            attempts=JOBS.c.attempts + 1,
+            started_at=func.coalesce(JOBS.c.started_at, _at("b_now")),
+            updated_at=_at("b_now"),
+            event_seq=JOBS.c.event_seq + 1,
+        )
+        .returning(*_SEQ_AND_IDENTITY, JOBS.c.attempts, JOBS.c.params)
+    )
+
+
+def _attach_statement(dialect):
+    """Names an artifact for a job; the same name again points it at the newer bytes."""
+    ins = dialect.insert(JOB_ARTIFACTS)
+    kept = ("sha256", "media_type", "size_bytes")
+    return ins.on_conflict_do_update(index_elements=["job_id", "name"],
+                                     set_={k: ins.excluded[k] for k in kept})
 
 
 def _dialect(conn: Connection):
