@@ -95,16 +95,23 @@ class OutboxRelay:
         A crash between the publish and the cursor's update republishes the batch.
         """
         if self.db.engine.dialect.name == "postgresql":
+            finished = EVENTS.c.tx < text("pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+            with self.db.read_rows() as conn:  # most rounds find nothing: no lock, no write
+                seen = conn.execute(select(CURSORS.c.tx, CURSORS.c.event_id)
+                                    .where(CURSORS.c.service == self.service)).first()
+                after = tuple_(EVENTS.c.tx, EVENTS.c.id) > tuple_(*(seen or (0, 0)))
+                if conn.execute(self._events_after(after, finished).limit(1)).first() is None:
+                    return 0
             with self.db.write() as conn:
-                conn.execute(postgresql.insert(CURSORS).values(service=self.service, tx=0, event_id=0)
-                             .on_conflict_do_nothing(index_elements=["service"]))
+                if seen is None:
+                    conn.execute(postgresql.insert(CURSORS).values(service=self.service, tx=0, event_id=0)
+                                 .on_conflict_do_nothing(index_elements=["service"]))
                 cursor = conn.execute(select(CURSORS.c.tx, CURSORS.c.event_id)
                                       .where(CURSORS.c.service == self.service)
                                       .with_for_update(skip_locked=True)).first()
                 if cursor is None:
                     return 0  # another replica is publishing
                 after = tuple_(EVENTS.c.tx, EVENTS.c.id) > tuple_(*cursor)
-                finished = EVENTS.c.tx < text("pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
                 rows = list(conn.execute(self._events_after(after, finished)
                                          .order_by(EVENTS.c.tx, EVENTS.c.id)))
                 if rows:
