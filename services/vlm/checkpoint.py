@@ -43,7 +43,7 @@ def from_bytes(data: bytes, device: str, field: str = "model_job_id") -> tuple[T
     return model.to(device).eval(), json.loads(meta.get("info", "{}"))
 
 
-SPATIAL_FORMAT = "paperworks.vlm.spatiolm/1"
+SPATIAL_FORMAT = "paperworks.vlm.spatiolm/2"  # /2: bias-free projections, the head reads the LM
 
 
 def spatial_to_bytes(model, info: dict) -> bytes:
@@ -74,7 +74,7 @@ def spatial_from_bytes(data: bytes, device: str, field: str = "model_job_id"):
     try:
         meta = _metadata(data)
         if meta.get("format") != SPATIAL_FORMAT:
-            raise ValueError("not a SpatioLM checkpoint")
+            raise ValueError(f"not a {SPATIAL_FORMAT} checkpoint (retrain older ones)")
         raw = json.loads(meta["config"])
         config = SpatialConfig(**(raw | {"branch_layers": tuple(raw["branch_layers"])}))
         tensors = st_load(data)

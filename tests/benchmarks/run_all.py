@@ -9,7 +9,9 @@ rebuilds the tables from the committed results.
 
 A service benchmark may also expose `claims(results) -> str`: its service README's table of
 what reproduces, written between `<!-- bench:claims -->` and `<!-- /bench:claims -->` in
-services/<name>/README.md, so no number in that table is typed by hand.
+services/<name>/README.md, so no number in that table is typed by hand; and
+`readme_sections() -> {marker: str}` for tables from its other results files (each between
+`<!-- bench:<marker> -->` and `<!-- /bench:<marker> -->`).
 """
 from __future__ import annotations
 
@@ -87,8 +89,11 @@ def update_claims() -> None:
             start, end = "<!-- bench:claims -->", "<!-- /bench:claims -->"
             if start not in text:
                 raise SystemExit(f"{readme}: add {start} {end} where the claims table goes")
-            body = module.claims(json.loads(results.read_text()))
-            readme.write_text(replace_between(text, start, end, body))
+            text = replace_between(text, start, end, module.claims(json.loads(results.read_text())))
+            # further tables a benchmark writes from its other results files, each in its own block
+            for marker, body in getattr(module, "readme_sections", dict)().items():
+                text = replace_between(text, f"<!-- bench:{marker} -->", f"<!-- /bench:{marker} -->", body)
+            readme.write_text(text)
 
 
 def update_tables() -> None:

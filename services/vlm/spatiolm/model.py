@@ -1,19 +1,27 @@
 """The student VLM and SpatioLM's spatio-vision branch ("vision_3r") and 3-D head (arXiv 2608.01899 §3;
-the authors' `models/modules/qwen3.py`, research note 7a).
+the authors' `models/modules/qwen3.py` and `models/internvl/modeling_internvl3r_chat.py`, research note 7a).
 
 `SpatialVLM` is the small base: a per-frame patch-embedding ViT, a projector into the LM, and a
 causal decoder LM over [visual tokens of all frames; question words]; the answer is read at the last
-position over `qa.ANSWERS`. `SpatioBranch` attaches at LM layers L (default (1, 2)) and, with c the
+position over `qa.ANSWERS`. `SpatioBranch` attaches at LM layers L (default (0, 1)) and, with c the
 branch state (initialised to the condition tokens: mid-layer ViT features through `condition_proj`)
 and h the LM hidden states at the visual positions entering layer l:
 
     h = h_vis^l + W_in^l c;  h = FrameAttn^l(h)  (non-causal, block-diagonal per frame);
     h = GlobalAttn^l(h)  (non-causal over all frames);  c <- h;  h_vis^{l+1} += W_out^l h
 
-W_in and W_out are zero-initialised, so at initialisation the VLM's outputs are exactly unchanged,
-and only visual positions are ever written (text positions untouched). `DPTHead` reads the branch
-states of the attached layers and predicts, at half resolution, depth D, its confidence c_D, the
-6-channel ray map R (origin, direction) and its confidence c_R.
+W_in and W_out are the authors' bias-free "zero_proj" linears, zero-initialised, so at
+initialisation the VLM's outputs are exactly unchanged, and only visual positions are ever written
+(text positions untouched). The authors attach at layers (4, 11, 17) of a 36-layer LM, all in its
+first half so that later LM layers read what the branch wrote; (0, 1) are the proportional places in
+our 3-layer LM (an attachment at the last layer would write where no LM layer reads).
+
+`DPTHead` reads what the authors' head reads: their `vision_dpt_config.layer_ids` (-4, -3, -2, -1)
+index [branch states of the attached layers..., the LM's last hidden states at the visual
+positions], i.e. every branch state *and* the LM's own visual tokens after its last layer. The
+latter is how the 3-D losses reach the LM stream (through the frozen LM layers into every W_out)
+instead of training only the side branch. It predicts, at half resolution, depth D, its confidence
+c_D, the 6-channel ray map R (origin, direction) and its confidence c_R.
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ class SpatialConfig:
     lm_layers: int = 3
     frames: int = 1
     select_layer: int = 1  # ViT block whose output gives the condition tokens (mid-layer features)
-    branch_layers: tuple[int, ...] = (1, 2)
+    branch_layers: tuple[int, ...] = (0, 1)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -95,9 +103,17 @@ class SpatialVLM(nn.Module):
         x = self.projector(x).view(b, f, TOKENS, -1) + self.frame_embed[:f, None]
         return x.reshape(b, f * TOKENS, -1), mid.reshape(b, f * TOKENS, -1)
 
-    def forward(self, images: torch.Tensor, tokens: torch.Tensor, branch: SpatioBranch | None = None):
+    def forward(
+        self,
+        images: torch.Tensor,
+        tokens: torch.Tensor,
+        branch: SpatioBranch | None = None,
+        visual: bool = False,
+    ):
         """Logits over the vocabulary at the last position (B, V); with a branch, also its states
-        at each attached layer (list of (B, F*TOKENS, d))."""
+        at each attached layer (list of (B, F*TOKENS, d)); with `visual`, also the LM's hidden
+        states at the visual positions after its last layer (B, F*TOKENS, d), before the final
+        norm (the authors' last `condition_hidden_states` entry, read by the DPT head)."""
         vis, mid = self.encode_frames(images)
         n_vis = vis.shape[1]
         x = torch.cat([vis, self.tok_embed(tokens)], 1)
@@ -116,6 +132,8 @@ class SpatialVLM(nn.Module):
                 delta = branch.layers[str(i)].w_out(h)
                 x = x + F.pad(delta, (0, 0, 0, t - n_vis))  # visual positions only
         logits = self.unembed(self.final_norm(x[:, -1]))
+        if visual:
+            return logits, states, x[:, :n_vis]
         return (logits, states) if branch is not None else logits
 
 
@@ -127,10 +145,10 @@ def frame_mask(frames: int, device) -> torch.Tensor:
 class BranchLayer(nn.Module):
     def __init__(self, d: int, heads: int):
         super().__init__()
-        self.w_in, self.w_out = nn.Linear(d, d), nn.Linear(d, d)  # "zero_proj"
+        # the authors' in_zero_proj / out_zero_proj: bias-free, zero-initialised
+        self.w_in, self.w_out = nn.Linear(d, d, bias=False), nn.Linear(d, d, bias=False)
         for lin in (self.w_in, self.w_out):
             nn.init.zeros_(lin.weight)
-            nn.init.zeros_(lin.bias)
         self.frame_attn, self.global_attn = Block(d, heads), Block(d, heads)
 
     def run(self, h_vis: torch.Tensor, c: torch.Tensor, frames: int) -> torch.Tensor:
@@ -154,13 +172,15 @@ class SpatioBranch(nn.Module):
 
 
 class DPTHead(nn.Module):
-    """DPT-lite: branch states of the attached layers, reassembled per frame into the patch grid,
-    fused, upsampled x2 to half resolution -> depth (exp), c_D (1 + exp), rays (6), c_R (1 + exp)."""
+    """DPT-lite: branch states of the attached layers and the LM's last visual hidden states (see
+    the module docstring), each reassembled per frame into the patch grid, fused, upsampled x2 to
+    half resolution -> depth (exp), c_D (1 + exp), rays (6), c_R (1 + exp)."""
 
     def __init__(self, config: SpatialConfig):
         super().__init__()
         d, n = config.d_model, len(config.branch_layers)
         self.reassemble = nn.ModuleList(nn.Conv2d(d, d, 1) for _ in range(n))
+        self.reassemble_lm = nn.Conv2d(d, d, 1)
         self.fuse = nn.Sequential(nn.Conv2d(d, d, 3, padding=1), nn.GELU())
         self.up = nn.Sequential(
             nn.ConvTranspose2d(d, d // 2, 2, stride=2),
@@ -170,11 +190,17 @@ class DPTHead(nn.Module):
         )
         self.out = nn.Conv2d(d // 2, 1 + 1 + 6 + 1, 1)
 
-    def forward(self, states: list[torch.Tensor]) -> dict[str, torch.Tensor]:
+    def forward(
+        self, states: list[torch.Tensor], visual: torch.Tensor | None = None
+    ) -> dict[str, torch.Tensor]:
+        """`states`: the branch states (one per attached layer); `visual`: the LM's last visual
+        hidden states (what `SpatialVLM(..., visual=True)` returns; training always passes it)."""
         b, t, d = states[0].shape
         f = t // TOKENS
         grid = lambda s: s.reshape(b * f, GRID, GRID, d).permute(0, 3, 1, 2)  # noqa: E731
         x = sum(r(grid(s)) for r, s in zip(self.reassemble, states, strict=True))
+        if visual is not None:
+            x = x + self.reassemble_lm(grid(visual))
         y = self.out(self.up(self.fuse(x)))
         y = y.view(b, f, 9, 2 * GRID, 2 * GRID)
         return {

@@ -5,7 +5,10 @@ mix of general and spatial QA), the frozen pseudo-teacher, and the four arms the
 - "finetune" (ii) invasive: every parameter of the VLM trained on spatial QA with the LM loss;
 - "lm_only"  (iii) the zero-init branch + condition projection, LM loss only;
 - "spatio"   (iv) the branch + DPT head (lr x 10) + condition projection with
-                  L = 0.6 L_LM + 0.2 L_token + 0.1 L_depth + 0.1 L_ray; the VLM frozen.
+                  L = 0.6 L_LM + 0.2 L_token + 0.1 L_depth + 0.1 L_ray; the VLM frozen. As in
+                  the authors' trainer, the head and L_token read the branch states and the LM's
+                  last visual hidden states, so the 3-D losses train every W_out; one global
+                  gradient-norm clip (HF Trainer's max_grad_norm = 1) over branch and head.
 
 The teacher stands in for Depth Anything 3 (research note 7b): ground-truth depth at half
 resolution with a per-scene scale/shift error, a confidence that is low at depth edges, the
@@ -49,6 +52,14 @@ class Spatial:
         if self.branch is None:
             return self.vlm(images, tokens), None
         return self.vlm(images, tokens, self.branch)
+
+    def depth(self, images, tokens):
+        """(logits, head outputs or None): the head reads the branch states and the LM's last
+        visual hidden states, as in training."""
+        if self.head is None:
+            return self.logits(images, tokens)[0], None
+        logits, states, visual = self.vlm(images, tokens, self.branch, visual=True)
+        return logits, self.head(states, visual)
 
 
 def half(x: np.ndarray) -> np.ndarray:
@@ -215,20 +226,30 @@ def train_arm(
         groups.append({"params": list(head.parameters()), "lr": 10 * lr})
 
         def extra(idx, states, rng):
+            # the authors' trainer: the head and the relational loss read the same feature list,
+            # [branch states..., the LM's last visual hidden states] (`vision_dpt_config.layer_ids`)
+            states, visual = states
             t = {
                 k: v.to(device)
                 for k, v in teacher(pool.depth[idx], pool.rays[idx], pool.images[idx], rng).items()
             }
-            p = head(states)
+            p = head(states, visual)
+            feats = [*states, visual]
             return {
-                "token": losses.token_loss(states, [t["tokens"]] * len(states)),
+                "token": losses.token_loss(feats, [t["tokens"]] * len(feats)),
                 "depth": losses.depth_loss(p["depth"], p["depth_conf"], t["depth"], t["depth_conf"]),
                 "ray": losses.ray_loss(p["rays"], p["ray_conf"], t["rays"], t["ray_conf"]),
             }
 
+    def forward(im, tk):
+        if extra is None:
+            return vlm(im, tk, branch)
+        logits, states, visual = vlm(im, tk, branch, visual=True)
+        return logits, (states, visual)
+
     _fit(
         groups,
-        lambda im, tk: vlm(im, tk, branch),
+        forward,
         pool,
         steps,
         lr,
@@ -251,10 +272,10 @@ def predict(
     for i in range(0, len(batch.answers), chunk):
         idx = np.arange(i, min(i + chunk, len(batch.answers)))
         im, tk, _ = _tensors(batch, idx, device)
-        logits, states = model.logits(im, tk)
+        logits, head = model.depth(im, tk)
         preds.append(answer_logprobs(logits).argmax(1).cpu().numpy())
-        if model.head is not None:
-            depths.append(model.head(states)["depth"].float().cpu().numpy())
+        if head is not None:
+            depths.append(head["depth"].float().cpu().numpy())
     return np.concatenate(preds), (np.concatenate(depths) if depths else None)
 
 

@@ -1,6 +1,7 @@
 """The vlm method code alone: the conflict grid's construction, CFPO's value intervention against
 its formula, the logistic balance point on data with a known one, oscillation counts, the RL
 objectives' pieces, checkpoint round trip and the parameter models' refusals."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -63,8 +64,9 @@ def test_oscillations_count_state_switches():
     lens[0, :, 0] = [0.6, 0.2, 0.7, 0.1]  # a_T = 0 vs a_V = 1 at 0.4: T, V, T, V
     lens[0, :, 1] = 0.4
     lens[1, :, 0] = 0.9
-    records = audit.Records(*(np.zeros((2, 6)),) * 3, lens, np.array([1, 1]), np.array([0, 0]),
-                            np.zeros(2, int), np.zeros(2, int))
+    records = audit.Records(
+        *(np.zeros((2, 6)),) * 3, lens, np.array([1, 1]), np.array([0, 0]), np.zeros(2, int), np.zeros(2, int)
+    )
     assert records.oscillations().tolist() == [3, 0]
 
 
