@@ -143,12 +143,17 @@ class EmbeddedStack:
         self.environ = dict(os.environ if environ is None else environ)
         self.state: StackState | None = None
         self._procs: dict[str, subprocess.Popen] = {}
+        self._picked: set[int] = set()
 
     # --- ports and environment -----------------------------------------------------
 
     def _port(self, offset: int) -> int:
         if self.base_port is None:
-            return free_port()
+            # the kernel may hand a just-closed ephemeral port out again: never the same one twice
+            while (port := free_port()) in self._picked:
+                pass
+            self._picked.add(port)
+            return port
         port = self.base_port + offset
         if port_busy(port):
             raise StackError(f"port {port} is busy: stop what holds it or pick --base-port")
@@ -199,8 +204,7 @@ class EmbeddedStack:
             state.components[f"{name}.worker"] = Component(
                 f"{name}.worker", run + ["work", name], ready_check="file")
             state.services[name] = {"host": "127.0.0.1", "port": port,
-                                    "metrics_port": free_port() if self.base_port is None
-                                    else self._port(200 + offset)}
+                                    "metrics_port": self._port(200 + offset)}
         # one process dispatches and relays for every service (each is a thread there; ~100 MB
         # instead of one such process per service)
         state.components["dispatcher"] = Component(
