@@ -22,7 +22,7 @@ from paperworks.shared.db import quotas
 from paperworks.shared.db.engine import Database
 from paperworks.shared.db.jobs import JobStore
 from paperworks.shared.errors import violations_from_pydantic
-from paperworks.shared.inputs import InputRefParams, InputScope, check_inputs
+from paperworks.shared.inputs import InputRefParams, InputScope, check_inputs, input_refs
 from paperworks.shared.registry import ServiceSpec
 from paperworks.shared.rpc.auth import Authenticator
 from paperworks.shared.rpc.convert import job_message, request_params
@@ -76,8 +76,10 @@ class ServiceRuntime:
             params = kind.params.model_validate(raw)
         except ValidationError as exc:
             raise violations_from_pydantic(exc) from None
-        await asyncio.to_thread(check_inputs, without_inputs(params, deferred),
-                                InputScope(self.store, self.artifacts, tenant), self.spec.name)
+        checked = without_inputs(params, deferred)
+        if next(input_refs(checked), None) is not None:  # most kinds name none: no thread hop
+            await asyncio.to_thread(check_inputs, checked,
+                                    InputScope(self.store, self.artifacts, tenant), self.spec.name)
         return params
 
     async def submit(self, context, kind_name: str, request) -> jobs_pb2.Job:
