@@ -35,10 +35,15 @@ def runs():
 
 
 def test_gara_beats_every_baseline_zero_shot_on_unseen_source_family_graphs(runs):
+    """GaRA beats static LoRA and the frozen LM by 0.10 on every machine seen. Against the soft-token
+    prefix the sign depends on the CPU: +0.041 (0.755 vs 0.714) on the machine that chose the
+    settings, -0.086 (0.711 vs 0.797) on another one (same code, packages, seed and one thread:
+    training amplifies the machines' floating-point differences). So only "GaRA is competitive with
+    the prefix" (within 0.10) is asserted; the README says the win over the prefix is not robust."""
     acc = {arm: r["accuracy"]["sbm"] for arm, r in runs.items()}
     assert acc["gara"] >= acc["static_lora"] + 0.10, acc
     assert acc["gara"] >= acc["frozen"] + 0.10, acc
-    assert acc["gara"] >= acc["prefix"] + 0.02, acc
+    assert acc["gara"] >= acc["prefix"] - 0.10, acc
 
 
 @pytest.mark.xfail(
