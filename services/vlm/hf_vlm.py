@@ -86,19 +86,13 @@ def check_folder(folder: Path, where: str, shown: str) -> dict:
 def load(folder: Path, device: str, where: str, shown: str) -> HFVLM:
     """The checked folder's model (float32, eval, on `device`) and processor as an HFVLM."""
     import transformers
+    from paperworks.shared.backends.hf import load_pretrained
     from transformers import AutoImageProcessor, AutoProcessor, AutoTokenizer
 
     family = check_folder(folder, where, shown)["model_type"]
     cls = getattr(transformers, SUPPORTED[family])
     try:
-        model, info = cls.from_pretrained(
-            str(folder),
-            local_files_only=True,
-            use_safetensors=True,
-            trust_remote_code=False,
-            dtype=torch.float32,
-            output_loading_info=True,
-        )
+        model, info = load_pretrained(cls, folder)
     except (OSError, ValueError, KeyError, RuntimeError, TypeError) as exc:
         raise InvalidArgument(
             where, f"{shown}: weights cannot be loaded: {exc}".replace(str(folder), shown)

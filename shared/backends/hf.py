@@ -32,6 +32,14 @@ TESTED_MODEL_TYPES = ("llama", "gpt2", "qwen2", "mistral", "gemma", "gpt_neox", 
 _TOKENIZER_FILES = (("tokenizer.json",), ("tokenizer.model",), ("vocab.json", "merges.txt"))
 
 
+def load_pretrained(cls, folder: str | Path, dtype: torch.dtype = torch.float32, **kwargs):
+    """`cls.from_pretrained(folder)` as every loader here calls it: local files only, safetensors
+    only (a pickle is never unpickled), no remote code; returns (model, loading info) so the caller
+    can refuse weights that do not match the config."""
+    return cls.from_pretrained(str(folder), local_files_only=True, use_safetensors=True,
+                               trust_remote_code=False, dtype=dtype, output_loading_info=True, **kwargs)
+
+
 def check_model_dir(path: str | Path) -> dict[str, Any]:
     """The directory's config.json, or InvalidModel(field="path") saying why it is unusable."""
     directory = Path(path)
@@ -97,14 +105,7 @@ class HFBackend(TorchCausalLM):
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise InvalidModel("path", f"{path}: tokenizer cannot be loaded: {exc}") from exc
         try:
-            module, info = AutoModelForCausalLM.from_pretrained(
-                str(path),
-                local_files_only=True,
-                use_safetensors=True,
-                trust_remote_code=False,
-                dtype=getattr(torch, dtype),
-                output_loading_info=True,
-            )
+            module, info = load_pretrained(AutoModelForCausalLM, path, getattr(torch, dtype))
         except (OSError, ValueError, KeyError, RuntimeError) as exc:
             raise InvalidModel("path", f"{path}: weights cannot be loaded: {exc}") from exc
         problems = {k: sorted(v) for k, v in info.items() if k != "error_msgs" and v}

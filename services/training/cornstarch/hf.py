@@ -104,14 +104,9 @@ def _load(auto, folder: str, weights: bool):
     if not weights:  # shapes only (the analytic cost model): on the meta device, nothing allocated
         with torch.device("meta"):
             return auto.from_config(config, trust_remote_code=False)
-    return auto.from_pretrained(
-        folder,
-        config=config,
-        local_files_only=True,
-        trust_remote_code=False,
-        use_safetensors=True,
-        dtype=torch.float32,
-    )
+    from paperworks.shared.backends.hf import load_pretrained
+
+    return load_pretrained(auto, folder, config=config)[0]
 
 
 def load_llm(folder: str, weights: bool = True) -> nn.Module:

@@ -60,3 +60,20 @@ def clip_full(folder: Path, seed: int = 0) -> str:
         text.pop(key)
     config = tf.CLIPConfig(vision_config=VISION, text_config=text, projection_dim=16)
     return save(tf.CLIPModel(config), folder)
+
+
+def composed_config(tower: str, lm: str):
+    """The multimodal config composing a vision tower folder and an LM folder (sizes from them)."""
+    from paperworks.services.training.cornstarch import hf
+    from paperworks.services.training.cornstarch.model import EncoderConfig, MLLMConfig
+
+    v, info = hf.vision_info(tower), hf.llm_info(lm)
+    return MLLMConfig(
+        encoders=(EncoderConfig(name="vision", hf_path=tower, **v),),
+        d_model=info["d_model"],
+        llm_layers=info["layers"],
+        heads=info["heads"],
+        vocab=16,
+        text_tokens=8,
+        llm_path=lm,
+    )

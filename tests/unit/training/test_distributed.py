@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 import torch
-from paperworks.services.training.cornstarch import context, hf, launch, pipeline
+from paperworks.services.training.cornstarch import context, launch, pipeline
 from paperworks.services.training.cornstarch.model import (
     MLLM,
     EncoderConfig,
@@ -21,7 +21,7 @@ from paperworks.services.training.cornstarch.model import (
     synthetic_batch,
 )
 from transformers.utils import logging as hf_logging
-from unit.training.hf_folders import clip_vision, llama, qwen2, siglip_vision
+from unit.training.hf_folders import clip_vision, composed_config, llama, qwen2, siglip_vision
 
 CFG = MLLMConfig(
     encoders=(EncoderConfig(tokens=8, input_dim=12, d_model=16, layers=2),),
@@ -114,27 +114,14 @@ def test_pipeline_gradients_and_ring_attention_equal_single_process():
     assert torch.allclose(out, full[pos], atol=1e-10)
 
 
-def _hf_config(tower: str, lm: str) -> MLLMConfig:
-    v, info = hf.vision_info(tower), hf.llm_info(lm)
-    return MLLMConfig(
-        encoders=(EncoderConfig(name="vision", hf_path=tower, **v),),
-        d_model=info["d_model"],
-        llm_layers=info["layers"],
-        heads=info["heads"],
-        vocab=16,
-        text_tokens=8,
-        llm_path=lm,
-    )
-
-
 def test_hf_pipeline_gradients_equal_single_process(tmp_path):
     """2 processes, each loading the folders: Llama + SigLIP with the encoder frozen (cut inside the
     LLM: rotary embeddings computed on both stages), and Qwen2 (tied embeddings) + CLIP all
     trainable (cut inside the encoder: gradients cross back into it)."""
     hf_logging.disable_progress_bar()
     cases = [
-        (_hf_config(siglip_vision(tmp_path / "siglip"), llama(tmp_path / "llama")), "frozen_encoder", 6),
-        (_hf_config(clip_vision(tmp_path / "clip"), qwen2(tmp_path / "qwen2", tie_word_embeddings=True)),
+        (composed_config(siglip_vision(tmp_path / "siglip"), llama(tmp_path / "llama")), "frozen_encoder", 6),
+        (composed_config(clip_vision(tmp_path / "clip"), qwen2(tmp_path / "qwen2", tie_word_embeddings=True)),
          "all_trainable", 2),
     ]  # fmt: skip
     tasks = [

@@ -11,7 +11,7 @@ import types
 import pytest
 import torch
 from paperworks.services.training import tasks
-from paperworks.services.training.cornstarch import costs, hf, launch, pipeline
+from paperworks.services.training.cornstarch import costs, launch, pipeline
 from paperworks.services.training.cornstarch.model import (
     MLLM,
     EncoderConfig,
@@ -28,7 +28,7 @@ from paperworks.services.training.cornstarch.placement import (
 )
 from paperworks.shared.errors import FailedPrecondition
 from transformers.utils import logging as hf_logging
-from unit.training.hf_folders import llama, siglip_vision
+from unit.training.hf_folders import composed_config, llama, siglip_vision
 
 hf_logging.disable_progress_bar()
 
@@ -79,17 +79,7 @@ class FakeDist:
 @pytest.fixture(scope="module")
 def hf_cfg(tmp_path_factory):
     root = tmp_path_factory.mktemp("hf")
-    tower, lm = siglip_vision(root / "siglip"), llama(root / "llama")
-    v, info = hf.vision_info(tower), hf.llm_info(lm)
-    return MLLMConfig(
-        encoders=(EncoderConfig(name="vision", hf_path=tower, **v),),
-        d_model=info["d_model"],
-        llm_layers=info["layers"],
-        heads=info["heads"],
-        vocab=16,
-        text_tokens=8,
-        llm_path=lm,
-    )
+    return composed_config(siglip_vision(root / "siglip"), llama(root / "llama"))
 
 
 CODE = MLLMConfig(
