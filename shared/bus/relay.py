@@ -27,10 +27,12 @@ from paperworks.shared.config import Settings
 from paperworks.shared.db.engine import Database
 from paperworks.shared.db.jobs import EVENTS, EVENTS_TOPIC, JOBS, OUTBOX, JobStore, jobs_topic
 from paperworks.shared.db.models import RelayCursor, utcnow
-from sqlalchemy import Row, Select, select, text, tuple_, update
+from sqlalchemy import Row, Select, bindparam, select, text, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 CURSORS = RelayCursor.__table__
+_MARK_SENT = (update(OUTBOX).where(OUTBOX.c.id.in_(bindparam("ids", expanding=True)))
+              .values(sent_at=bindparam("at", type_=OUTBOX.c.sent_at.type)))
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,27 @@ class OutboxRelay:
         self._nudges = NudgeSender(settings, service)
         self._handoff = Handoff(settings, service)
         self._intake_topic = jobs_topic(service)
+        # built once: building a statement costs more than SQLite takes to run it
+        self._unsent = (
+            select(OUTBOX.c.id, OUTBOX.c.topic, OUTBOX.c.key, OUTBOX.c.payload)
+            .where(OUTBOX.c.service == service, OUTBOX.c.sent_at.is_(None))
+            .order_by(OUTBOX.c.id)
+            .limit(batch)
+        )
+        self._cursor = select(CURSORS.c.tx, CURSORS.c.event_id).where(CURSORS.c.service == service)
+        # SQLite commits event ids in order; PostgreSQL in (transaction, id) order, up to the
+        # oldest transaction still running (see _relay_events)
+        self._events_past_id = (self._events_after(EVENTS.c.id > bindparam("event_id"))
+                                .order_by(EVENTS.c.id))
+        self._move_cursor = (sqlite.insert(CURSORS)
+                             .values(service=service, tx=0, event_id=bindparam("event_id"))
+                             .on_conflict_do_update(index_elements=["service"],
+                                                    set_={"event_id": bindparam("event_id")}))
+        past = tuple_(EVENTS.c.tx, EVENTS.c.id) > tuple_(bindparam("tx"), bindparam("event_id"))
+        finished = EVENTS.c.tx < text("pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+        self._pg_events = self._events_after(past, finished).order_by(EVENTS.c.tx, EVENTS.c.id)
+        self._pg_any_event = self._events_after(past, finished).limit(1)
+        self._pg_lock_cursor = self._cursor.with_for_update(skip_locked=True)
 
     def _producer_or_none(self):
         if self._producer is None:
@@ -65,12 +88,7 @@ class OutboxRelay:
         they are published, so replicas split the outbox. SQLite locks the whole database for
         a writer, so there the rows are read, published outside any transaction, then marked.
         """
-        query = (
-            select(OUTBOX.c.id, OUTBOX.c.topic, OUTBOX.c.key, OUTBOX.c.payload)
-            .where(OUTBOX.c.service == self.service, OUTBOX.c.sent_at.is_(None))
-            .order_by(OUTBOX.c.id)
-            .limit(self.batch)
-        )
+        query = self._unsent
         if self.db.engine.dialect.name == "postgresql":
             with self.db.write() as conn:
                 rows = list(conn.execute(query.with_for_update(skip_locked=True)))
@@ -95,41 +113,33 @@ class OutboxRelay:
         A crash between the publish and the cursor's update republishes the batch.
         """
         if self.db.engine.dialect.name == "postgresql":
-            finished = EVENTS.c.tx < text("pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
             with self.db.read_rows() as conn:  # most rounds find nothing: no lock, no write
-                seen = conn.execute(select(CURSORS.c.tx, CURSORS.c.event_id)
-                                    .where(CURSORS.c.service == self.service)).first()
-                after = tuple_(EVENTS.c.tx, EVENTS.c.id) > tuple_(*(seen or (0, 0)))
-                if conn.execute(self._events_after(after, finished).limit(1)).first() is None:
+                seen = conn.execute(self._cursor).first()
+                past = {"tx": seen.tx, "event_id": seen.event_id} if seen else {"tx": 0, "event_id": 0}
+                if conn.execute(self._pg_any_event, past).first() is None:
                     return 0
             with self.db.write() as conn:
                 if seen is None:
                     conn.execute(postgresql.insert(CURSORS).values(service=self.service, tx=0, event_id=0)
                                  .on_conflict_do_nothing(index_elements=["service"]))
-                cursor = conn.execute(select(CURSORS.c.tx, CURSORS.c.event_id)
-                                      .where(CURSORS.c.service == self.service)
-                                      .with_for_update(skip_locked=True)).first()
+                cursor = conn.execute(self._pg_lock_cursor).first()
                 if cursor is None:
                     return 0  # another replica is publishing
-                after = tuple_(EVENTS.c.tx, EVENTS.c.id) > tuple_(*cursor)
-                rows = list(conn.execute(self._events_after(after, finished)
-                                         .order_by(EVENTS.c.tx, EVENTS.c.id)))
+                rows = list(conn.execute(self._pg_events,
+                                         {"tx": cursor.tx, "event_id": cursor.event_id}))
                 if rows:
                     self._send(rows)
                     conn.execute(update(CURSORS).where(CURSORS.c.service == self.service)
                                  .values(tx=rows[-1].tx, event_id=rows[-1].id))
             return len(rows)
         with self.db.read_rows() as conn:
-            last = conn.execute(select(CURSORS.c.event_id)
-                                .where(CURSORS.c.service == self.service)).scalar() or 0
-            rows = list(conn.execute(self._events_after(EVENTS.c.id > last).order_by(EVENTS.c.id)))
+            seen = conn.execute(self._cursor).first()
+            rows = list(conn.execute(self._events_past_id,
+                                     {"event_id": seen.event_id if seen else 0}))
         if rows:
             self._send(rows)
             with self.db.write() as conn:
-                conn.execute(sqlite.insert(CURSORS).values(service=self.service, tx=0,
-                                                           event_id=rows[-1].id)
-                             .on_conflict_do_update(index_elements=["service"],
-                                                    set_={"event_id": rows[-1].id}))
+                conn.execute(self._move_cursor, {"event_id": rows[-1].id})
         return len(rows)
 
     def _events_after(self, *conditions) -> Select:
@@ -175,7 +185,7 @@ class OutboxRelay:
     @staticmethod
     def _mark_sent(conn, sent: list[tuple[list[Row], datetime]]) -> None:
         for rows, at in sent:
-            conn.execute(update(OUTBOX).where(OUTBOX.c.id.in_([r.id for r in rows])).values(sent_at=at))
+            conn.execute(_MARK_SENT, {"ids": [r.id for r in rows], "at": at})
 
     def _maybe_new_rows(self) -> bool:
         """False only when SQLite says no connection committed since the last look."""
