@@ -77,12 +77,15 @@ class Handoff:
         """Sends taken jobs to Celery, then marks them sent; a job whose send failed is let go."""
         if not job_ids:
             return
-        sent = []
-        try:
-            for job_id in job_ids:
-                self.celery.send_task(task_name(self.service), args=[job_id], task_id=job_id,
-                                      queue=self.service)
-                sent.append(job_id)
+        sent: Sequence[str] = ()
+        try:  # one Redis pipeline for the batch's tasks (kombu's publish batch)
+            with self.celery.producer_or_acquire() as producer:
+                with producer.batch():
+                    for job_id in job_ids:
+                        self.celery.send_task(task_name(self.service), args=[job_id],
+                                              task_id=job_id, queue=self.service,
+                                              producer=producer)
+                sent = job_ids
         finally:
             pipe = self._redis.pipeline(transaction=False)
             for job_id in job_ids:

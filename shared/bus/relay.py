@@ -6,9 +6,12 @@ publish and the mark republishes the rows (at-least-once); consumers are
 idempotent. The broker of the embedded stack keeps messages in memory only, so
 after a broker restart the relay republishes from the database.
 
-A submit wakes the relay at once; other rows (events written by workers) are
-picked up by a poll every `relay_interval_s`. On SQLite a poll first asks the
-commit counter (`CommitProbe`) and skips the query when nothing was committed.
+Rows are picked up by a poll every `relay_interval_s` (at once again only while a
+backlog fills whole batches): a job's start does not wait for the relay (servers
+hand jobs to Celery themselves), and batches of many rows cost far less CPU per
+row than a publish per commit, CPU that a job's own processes share on a small
+machine. On SQLite a poll first asks the commit counter (`CommitProbe`) and skips
+the query when nothing was committed.
 Once job intake is in Kafka the relay nudges the service's dispatchers
 (`paperworks.shared.bus.nudge`), so they fetch it at once.
 """
@@ -247,7 +250,7 @@ class OutboxRelay:
                 sent = 0
                 retry = True
                 backoff = min(backoff * 2, 2.0)
-            if not sent:
+            if sent < self.batch:  # no backlog: let rows gather, publish them in one batch
                 self._wake.wait(backoff)
 
     def notify(self) -> None:

@@ -130,7 +130,10 @@ class WatchHub:
                     message = pubsub.get_message(timeout=0.5)
                     if message is not None:
                         job_id = message["data"].decode().partition(" ")[0]
-                        self._loop.call_soon_threadsafe(self._wake, job_id)
+                        if job_id in self._waiters:  # most jobs have no watcher: the loop
+                            # sleeps on (one registered after this look reads the database
+                            # before it waits for notices)
+                            self._loop.call_soon_threadsafe(self._wake, job_id)
             except (redis.RedisError, RuntimeError) as exc:  # RuntimeError: the loop closed
                 if self.live.is_set():
                     log.warning("event notices on %s lost: %s; watchers poll until back",

@@ -4,14 +4,17 @@ event notices wake the watchers of their job only."""
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 
 import pytest
 import redis
+from kombu.exceptions import OperationalError
 from paperworks.shared.bus.handoff import Handoff, handed_key
 from paperworks.shared.bus.watch import EventPublisher, WatchHub
 from paperworks.shared.config import Settings
 from paperworks.shared.devstack.stack import free_port
+from paperworks.shared.tasks.app import make_celery
 from support import require_system
 
 URL = "redis://127.0.0.1:6379/0"
@@ -28,29 +31,25 @@ def settings():
     client.close()
 
 
-class Sent:
-    """Stands in for the Celery app's send_task only: what was sent, or a broker failure."""
-
-    def __init__(self, fail: bool = False):
-        self.ids: list[str] = []
-        self.fail = fail
-
-    def send_task(self, name, args, task_id, queue):
-        if self.fail:
-            raise ConnectionError("broker gone")
-        self.ids.append(task_id)
+def queued(settings) -> list[str]:
+    """The task ids in the ops queue, as Celery's Redis transport holds them (oldest first)."""
+    client = redis.Redis.from_url(URL)
+    try:
+        raw = client.lrange(f"{settings.celery_key_prefix}ops", 0, -1)
+    finally:
+        client.close()
+    return [json.loads(m)["headers"]["id"] for m in reversed(raw)]
 
 
 def test_a_job_is_handed_once_whoever_tries(settings):
     server, dispatcher = Handoff(settings, "ops"), Handoff(settings, "ops")
-    server._celery, dispatcher._celery = Sent(), Sent()
     assert server.hand(["ops-a", "ops-b"]) == ["ops-a", "ops-b"]
     assert dispatcher.hand(["ops-b", "ops-c"]) == ["ops-c"]  # b was handed by the server
-    assert server._celery.ids == ["ops-a", "ops-b"] and dispatcher._celery.ids == ["ops-c"]
+    assert queued(settings) == ["ops-a", "ops-b", "ops-c"]
     # the sweeper re-announces a stranded job with force: it is handed again
     assert dispatcher.take(["ops-a"], force=True) == ["ops-a"]
     dispatcher.send(["ops-a"])
-    assert dispatcher._celery.ids == ["ops-c", "ops-a"]
+    assert queued(settings) == ["ops-a", "ops-b", "ops-c", "ops-a"]
     ttl = redis.Redis.from_url(URL).ttl(handed_key(settings, "ops-a"))
     assert ttl > settings.celery_visibility_timeout_s  # outlives the broker's redelivery window
     server.close()
@@ -58,15 +57,18 @@ def test_a_job_is_handed_once_whoever_tries(settings):
 
 
 def test_a_failed_send_lets_the_job_go_and_the_sweeper_sees_it_unhanded(settings):
-    broken = Handoff(settings, "ops")
-    broken._celery = Sent(fail=True)
-    with pytest.raises(ConnectionError):
-        broken.hand(["ops-x"])
-    assert broken.unhanded(["ops-x"]) == ["ops-x"]
+    broken = Handoff(settings, "ops")  # its hand-off keys in Redis, its Celery broker gone
+    dead = settings.model_copy(update={"celery_broker_url": f"redis://127.0.0.1:{free_port()}/0"})
+    broken._celery = make_celery(dead, "ops")
+    broken._celery.conf.task_publish_retry = False
+    with pytest.raises(OperationalError):
+        broken.hand(["ops-x", "ops-z"])
+    assert broken.unhanded(["ops-x", "ops-z"]) == ["ops-x", "ops-z"]
+    assert queued(settings) == []
     later = Handoff(settings, "ops")
-    later._celery = Sent()
     assert later.hand(["ops-x"]) == ["ops-x"]
     assert later.unhanded(["ops-x", "ops-y"]) == ["ops-y"]
+    assert queued(settings) == ["ops-x"]
     broken.close()
     later.close()
 
