@@ -71,6 +71,10 @@ class EventPublisher:
         try:
             if self._redis is None:
                 self._redis = broker_redis(self.settings)
+            if len(last) == 1:  # the common case: a pipeline object costs more than the command
+                ((service, job_id), seq), = last.items()
+                self._redis.publish(channel(self.settings, service), f"{job_id} {seq}")
+                return
             pipe = self._redis.pipeline(transaction=False)
             for (service, job_id), seq in last.items():
                 pipe.publish(channel(self.settings, service), f"{job_id} {seq}")

@@ -410,10 +410,14 @@ class JobStore:
         with self._write() as conn:
             return self._record(conn, job_id, token, pending)
 
-    def _record(self, conn: Connection, job_id: str, token: str, pending: list[Pending]) -> bool:
+    def _record(self, conn: Connection, job_id: str, token: str, pending: list[Pending],
+                end: tuple[str, dict] | None = None) -> bool:
+        """Writes `pending` (and, with `end` = (terminal state, column values), the state change
+        after them) in one guarded update of the job row, its artifacts, then every event in
+        one statement. Returns whether cancellation was requested; LeaseLost if `token` no
+        longer holds the lease."""
         now = utcnow()
-        values = {"heartbeat_at": now, "updated_at": now,
-                  "event_seq": JOBS.c.event_seq + len(pending)}
+        values = {"heartbeat_at": now, "updated_at": now}
         progress = next((p.payload["progress"] for p in reversed(pending)
                          if p.type == PROGRESS), None)
         if progress is not None:
@@ -424,19 +428,26 @@ class JobStore:
                 progress_total=progress.get("total_steps", 0),
                 progress_message=progress.get("message", ""),
             )
-        stmt = _statement(("record", progress is not None), lambda: (
+        if end is not None:
+            values.update(end[1], state=end[0])
+        # None writes SQL NULL (a JSON column would store a JSON null from a bound None)
+        shape = tuple(sorted((k, v is None) for k, v in values.items()))
+        stmt = _statement(("record", shape), lambda: (
             update(JOBS)
             .where(JOBS.c.id == bindparam("b_id"), JOBS.c.run_token == bindparam("b_token"),
                    JOBS.c.state == RUNNING)
             .values(event_seq=JOBS.c.event_seq + bindparam("b_n", type_=BigInteger),
-                    **{k: bindparam(f"b_{k}", type_=JOBS.c[k].type) for k in values if k != "event_seq"})
+                    **{k: null() if none else bindparam(f"b_{k}", type_=JOBS.c[k].type)
+                       for k, none in shape})
             .returning(*_SEQ_AND_IDENTITY, JOBS.c.cancel_requested)))
-        row = conn.execute(stmt, {"b_id": job_id, "b_token": token, "b_n": len(pending),
-                                  **{f"b_{k}": v for k, v in values.items() if k != "event_seq"}}).first()
+        n = len(pending) + (end is not None)
+        row = conn.execute(stmt, {"b_id": job_id, "b_token": token, "b_n": n,
+                                  **{f"b_{k}": v for k, v in values.items() if v is not None}}).first()
         if row is None:
             raise LeaseLost(job_id)
-        first_seq = row[0] - len(pending) + 1
+        first_seq = row[0] - n + 1
         dialect = _dialect(conn)
+        events = []
         for seq, p in enumerate(pending, start=first_seq):
             if p.type == ARTIFACT_ADDED:
                 ref = p.payload["artifact"]
@@ -457,7 +468,11 @@ class JobStore:
                 if attached != artifact["sha256"]:
                     raise ValueError(f"job {job_id} has no artifact {artifact['name']} "
                                      f"with sha256 {artifact['sha256']} to announce")
-            self._insert_event(conn, job_id, seq, row[1:4], p.type, RUNNING, p.payload, now)
+            events.append((seq, p.type, RUNNING, p.payload))
+        if end is not None:
+            error = end[1].get("error")
+            events.append((row[0], STATE_CHANGED, end[0], {"error": error} if error else {}))
+        self._insert_events(conn, job_id, row[1:4], events, now)
         return bool(row[4])
 
     def finish(
@@ -472,16 +487,15 @@ class JobStore:
         """The one write that ends an execution, with the execution's buffered events before
         its end; only the lease holder's succeeds."""
         assert state in TERMINAL_STATES
+        values = {"finished_at": utcnow(), "run_token": None, "result": result, "error": error}
+        if state == SUCCEEDED:
+            values.update(progress_fraction=1.0)
         with self._write() as conn:
-            if pending:
-                try:
-                    self._record(conn, job_id, token, list(pending))
-                except LeaseLost:
-                    return False
-            values = {"finished_at": utcnow(), "run_token": None, "result": result, "error": error}
-            if state == SUCCEEDED:
-                values.update(progress_fraction=1.0)
-            return self._cas(conn, job_id, (RUNNING,), state, values, token=token)
+            try:
+                self._record(conn, job_id, token, list(pending), end=(state, values))
+            except LeaseLost:
+                return False
+        return True
 
     def release(self, job_id: str, token: str, message: str) -> bool:
         """Gives up the lease so a retry can take over at once (transient failure)."""
@@ -605,20 +619,29 @@ class JobStore:
         self._insert_event(conn, job_id, row[0], row[1:], STATE_CHANGED, to_state, payload)
         return True
 
-    @staticmethod
-    def _insert_event(conn: Connection, job_id: str, seq: int, identity: tuple[str, str, str],
+    @classmethod
+    def _insert_event(cls, conn: Connection, job_id: str, seq: int, identity: tuple[str, str, str],
                       type_: str, state: str, payload: dict, now: datetime | None = None,
                       notify: bool = True) -> None:
         """Appends event `seq` (taken by the caller's guarded update). The relay publishes it
         from this row (`paperworks.shared.bus.relay`); on PostgreSQL the row records its
         transaction's id, which tells the relay when every earlier writer has finished."""
+        cls._insert_events(conn, job_id, identity, [(seq, type_, state, payload)], now, notify)
+
+    @staticmethod
+    def _insert_events(conn: Connection, job_id: str, identity: tuple[str, str, str],
+                       events: list[tuple[int, str, str, dict]], now: datetime | None = None,
+                       notify: bool = True) -> None:
+        """`_insert_event` for several (seq, type, state, payload), in one statement."""
+        if not events:
+            return
         now = now or utcnow()
-        service = identity[0]
         if notify:
-            conn.info.get(_WRITTEN, []).append((service, job_id, seq))
-        row = {"job_id": job_id, "seq": seq, "type": type_, "state": state, "payload": payload,
-               "created_at": now}
-        conn.execute(_EVENT_INSERT_PG if conn.dialect.name == "postgresql" else _EVENT_INSERT, row)
+            conn.info.get(_WRITTEN, []).append((identity[0], job_id, events[-1][0]))
+        rows = [{"job_id": job_id, "seq": seq, "type": type_, "state": state, "payload": payload,
+                 "created_at": now} for seq, type_, state, payload in events]
+        conn.execute(_EVENT_INSERT_PG if conn.dialect.name == "postgresql" else _EVENT_INSERT,
+                     rows if len(rows) > 1 else rows[0])
 
 
 def _acquire_statement():
