@@ -73,28 +73,29 @@ class Handoff:
         if job_ids:
             self._redis.delete(*(handed_key(self.settings, j) for j in job_ids))
 
-    def send(self, job_ids: Sequence[str]) -> None:
-        """Sends taken jobs to Celery, then marks them sent; a job whose send failed is let go."""
+    def send(self, job_ids: Sequence[str], mark: bool = True) -> None:
+        """Sends taken jobs to Celery, then marks them sent (`mark=False`: the caller marks them
+        with `mark_sent` later, within PENDING_TTL_S); a job whose send failed is let go."""
         if not job_ids:
             return
-        sent: Sequence[str] = ()
         try:  # one Redis pipeline for the batch's tasks (kombu's publish batch)
-            with self.celery.producer_or_acquire() as producer:
-                with producer.batch():
-                    for job_id in job_ids:
-                        self.celery.send_task(task_name(self.service), args=[job_id],
-                                              task_id=job_id, queue=self.service,
-                                              producer=producer)
-                sent = job_ids
-        finally:
-            pipe = self._redis.pipeline(transaction=False)
-            for job_id in job_ids:
-                key = handed_key(self.settings, job_id)
-                if job_id in sent:
-                    pipe.set(key, b"sent", ex=self._sent_ttl_s)
-                else:
-                    pipe.delete(key)
-            pipe.execute()
+            with self.celery.producer_or_acquire() as producer, producer.batch():
+                for job_id in job_ids:
+                    self.celery.send_task(task_name(self.service), args=[job_id],
+                                          task_id=job_id, queue=self.service,
+                                          producer=producer)
+        except BaseException:
+            self.release(job_ids)
+            raise
+        if mark:
+            self.mark_sent(job_ids)
+
+    def mark_sent(self, job_ids: Sequence[str]) -> None:
+        """Keeps sent jobs' keys past the broker's redelivery window."""
+        pipe = self._redis.pipeline(transaction=False)
+        for job_id in job_ids:
+            pipe.set(handed_key(self.settings, job_id), b"sent", ex=self._sent_ttl_s)
+        pipe.execute()
 
     def hand(self, job_ids: Sequence[str]) -> list[str]:
         """take + send: returns the jobs this call handed."""
@@ -108,38 +109,45 @@ class Handoff:
 
 
 class SubmitHandoff:
-    """The server's side: `notify(job_id)` after each committed submit; one thread hands the
-    jobs over in batches (whatever queued up while the last batch was sent), off the event loop.
-    A failure here loses nothing: the dispatcher hands over what the server did not."""
+    """The server's side: `hand(job_id)` right after a submit committed, in the thread that
+    committed it (before the reply: the event loop is not yet busy with the caller's next
+    call, so the job reaches Celery sooner than from a thread that competes with it for the
+    GIL); one background thread marks the sent jobs in batches. A failure here loses nothing:
+    the dispatcher hands over what the server did not."""
 
     def __init__(self, settings: Settings, service: str):
         self._handoff = Handoff(settings, service)
-        self._queue: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name=f"handoff-{service}", daemon=True)
+        self._sent: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._mark, name=f"handoff-{service}", daemon=True)
         self._thread.start()
 
-    def notify(self, job_id: str) -> None:
-        self._queue.put(job_id)
+    def hand(self, job_id: str) -> None:
+        try:
+            if self._handoff.take([job_id]):
+                self._handoff.send([job_id], mark=False)
+                self._sent.put(job_id)
+        except Exception as exc:  # noqa: BLE001 - Redis down: the dispatcher hands it over
+            log.warning("hand-off of job %s failed: %s (the dispatcher takes it)", job_id, exc)
 
-    def _run(self) -> None:
-        while (first := self._queue.get()) is not None:
+    def _mark(self) -> None:
+        while (first := self._sent.get()) is not None:
             batch = [first]
             while True:
                 try:
-                    more = self._queue.get_nowait()
+                    more = self._sent.get_nowait()
                 except queue.Empty:
                     break
                 if more is None:
-                    self._queue.put(None)
+                    self._sent.put(None)
                     break
                 batch.append(more)
             try:
-                self._handoff.hand(batch)
-            except Exception as exc:  # noqa: BLE001 - Redis down: the dispatcher hands them over
-                log.warning("hand-off of %d job(s) failed: %s (the dispatcher takes them)",
-                            len(batch), exc)
+                self._handoff.mark_sent(batch)
+            except Exception as exc:  # noqa: BLE001 - their pending keys lapse: a later
+                log.warning("marking %d handed job(s) failed: %s", len(batch), exc)  # announcement
+                # hands them again, and the claim makes the duplicate harmless
 
     def stop(self) -> None:
-        self._queue.put(None)
+        self._sent.put(None)
         self._thread.join(timeout=5)
         self._handoff.close()

@@ -99,7 +99,7 @@ def serve(settings: Settings, name: str) -> None:
         from paperworks.shared.bus.handoff import SubmitHandoff
 
         handoff = SubmitHandoff(settings, spec.name)
-        rt.on_submitted = handoff.notify
+        rt.on_submitted = handoff.hand
         if settings.metrics_port:
             from prometheus_client import start_http_server
 

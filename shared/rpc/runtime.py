@@ -38,7 +38,8 @@ class ServiceRuntime:
     store: JobStore
     artifacts: ArtifactStore
     auth: Authenticator
-    on_submitted: Callable[[str], None] = lambda job_id: None  # hands the job over (fast path)
+    # hands a new job over (the fast path), in the thread that committed it
+    on_submitted: Callable[[str], None] = lambda job_id: None
     # one tenant's submits run one at a time when quotas are on: count, then insert
     _quota_locks: defaultdict[str, asyncio.Lock] = field(
         default_factory=lambda: defaultdict(asyncio.Lock))
@@ -96,12 +97,17 @@ class ServiceRuntime:
                     quotas.check_submit, self.db, tenant, self.spec.name, key, max_queued,
                     max_active,
                 )
-            job, _ = await asyncio.to_thread(
-                self.store.submit, tenant, self.spec.name, kind_name,
-                params.model_dump(mode="json"), key, parent,
-            )
-        self.on_submitted(job.id)
+            job = await asyncio.to_thread(self._submit_and_hand, tenant, kind_name,
+                                          params.model_dump(mode="json"), key, parent)
         return job_message(job)
+
+    def _submit_and_hand(self, tenant: str, kind_name: str, params: dict, key: str | None,
+                         parent: str | None):
+        """The submit's transaction, then (a new job) its hand-off, in the same thread."""
+        job, created = self.store.submit(tenant, self.spec.name, kind_name, params, key, parent)
+        if created:
+            self.on_submitted(job.id)
+        return job
 
 
 def without_inputs(params: BaseModel, paths: frozenset[str]) -> BaseModel:
