@@ -156,16 +156,17 @@ class Gone:
 
 class JobStore:
     def __init__(self, db: Database,
-                 on_events: Callable[[list[tuple[str, str, int]]], None] | None = None):
-        """`on_events((service, job id, seq), ...)` is called after each commit that wrote
-        events (the pushed watches' notice, `paperworks.shared.bus.watch`)."""
+                 on_events: Callable[[list[tuple[str, str, int, bool]]], None] | None = None):
+        """`on_events((service, job id, seq, final), ...)` is called after each commit that wrote
+        events (`final`: the job's terminal state change among them), for the pushed watches'
+        notices (`paperworks.shared.bus.watch`)."""
         self.db = db
         self.on_events = on_events
 
     @contextmanager
     def _write(self) -> Iterator[Connection]:
         """A write transaction; after its commit, `on_events` hears which events it wrote."""
-        written: list[tuple[str, str, int]] = []
+        written: list[tuple[str, str, int, bool]] = []
         with self.db.write() as conn:
             conn.info[_WRITTEN] = written
             try:
@@ -637,7 +638,9 @@ class JobStore:
             return
         now = now or utcnow()
         if notify:
-            conn.info.get(_WRITTEN, []).append((identity[0], job_id, events[-1][0]))
+            last_seq, last_type, last_state, _ = events[-1]
+            final = last_type == STATE_CHANGED and last_state in TERMINAL_STATES
+            conn.info.get(_WRITTEN, []).append((identity[0], job_id, last_seq, final))
         rows = [{"job_id": job_id, "seq": seq, "type": type_, "state": state, "payload": payload,
                  "created_at": now} for seq, type_, state, payload in events]
         conn.execute(_EVENT_INSERT_PG if conn.dialect.name == "postgresql" else _EVENT_INSERT,

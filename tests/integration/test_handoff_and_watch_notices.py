@@ -86,11 +86,11 @@ def test_a_notice_wakes_the_watchers_of_its_job_only(settings):
             async with hub.watching("ops-1") as mine, hub.watching("ops-2") as other:
                 mine.clear()
                 other.clear()
-                publish([("ops", "ops-1", 3), ("ops", "ops-1", 4)])
+                publish([("ops", "ops-1", 3, False), ("ops", "ops-1", 4, False)])  # held, then sent
                 await asyncio.wait_for(mine.wait(), 5)
                 await asyncio.sleep(0.2)
                 assert not other.is_set()
-                publish([("router", "ops-2", 1)])  # another service's channel
+                publish([("router", "ops-2", 1, True)])  # another service's channel
                 await asyncio.sleep(0.2)
                 assert not other.is_set()
         finally:

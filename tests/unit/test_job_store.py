@@ -8,7 +8,7 @@ import time
 from datetime import UTC, datetime
 
 import pytest
-from paperworks.shared.db.jobs import Acquired, Busy, Gone, LeaseLost
+from paperworks.shared.db.jobs import Acquired, Busy, Gone, LeaseLost, Pending
 from paperworks.shared.db.models import OutboxMessage
 from paperworks.shared.errors import InvalidArgument, NotFound
 
@@ -354,4 +354,8 @@ def test_watch_notices_follow_commits_but_a_submit_needs_none(store):
     assert heard == []  # no watch can start before the job exists; it reads event 1 first
     run = noticing.acquire(job.id, lease_s=30, max_attempts=5)
     noticing.report_progress(job.id, run.token, {"step": 1})
-    assert heard == [("ops", job.id, 2), ("ops", job.id, 3)]
+    assert heard == [("ops", job.id, 2, False), ("ops", job.id, 3, False)]
+    # a job's end says it is one (its watchers are woken at once, not after the hold)
+    noticing.finish(job.id, run.token, "SUCCEEDED", result={},
+                    pending=[Pending.progress({"step": 2, "total_steps": 2})])
+    assert heard[2:] == [("ops", job.id, 5, True)]
