@@ -79,6 +79,7 @@ JOB_ARTIFACTS: Table = JobArtifact.__table__
 # PostgreSQL's id of the writing transaction, as a number (xid8 has no cast to bigint)
 CURRENT_TX = text("pg_current_xact_id()::text::bigint")
 _EVENT_INSERT = insert(EVENTS)
+_OUTBOX_INSERT = insert(OUTBOX)
 _EVENT_INSERT_PG = insert(EVENTS).values(tx=CURRENT_TX)
 # the hot statements, built once with bound parameters (building one with literal values costs
 # more than running it on SQLite); `_statement(key, build)` keeps each per key
@@ -206,12 +207,14 @@ class JobStore:
         with self._write() as conn:
             # a keyed insert that meets an earlier job with the key inserts nothing (no error,
             # no second statement): the earlier job is then the answer
+            dialect = _dialect(conn)
             inserted = conn.execute(  # values as parameters: the statement compiles once
-                _dialect(conn).insert(JOBS)
-                .on_conflict_do_nothing(index_elements=["tenant", "service", "idempotency_key"])
-                .returning(JOBS.c.id), row).first()
+                _statement(("submit", conn.dialect.name), lambda: (
+                    dialect.insert(JOBS)
+                    .on_conflict_do_nothing(index_elements=["tenant", "service", "idempotency_key"])
+                    .returning(JOBS.c.id))), row).first()
             if inserted is not None:
-                conn.execute(insert(OUTBOX), {
+                conn.execute(_OUTBOX_INSERT, {
                     "service": service, "topic": jobs_topic(service), "key": job_id,
                     "payload": {"job_id": job_id, "service": service, "kind": kind},
                     "created_at": now,

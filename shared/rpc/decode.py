@@ -33,8 +33,21 @@ def _decoder(parse):
 
 
 class DecodeInterceptor(grpc.aio.ServerInterceptor):
+    def __init__(self):
+        self._wrapped: dict[str, tuple] = {}  # method -> (its handler, the guarded one)
+
     async def intercept_service(self, continuation, details):
         handler = await continuation(details)
+        cached = self._wrapped.get(details.method)
+        if cached is not None and cached[0] is handler:  # built once per method, not per call
+            return cached[1]
+        guarded = self._guarded(handler)
+        if handler is not None:  # (never an unknown method's name: callers choose those)
+            self._wrapped[details.method] = (handler, guarded)
+        return guarded
+
+    @staticmethod
+    def _guarded(handler):
         if handler is None or handler.request_deserializer is None:
             return handler
         kwargs = dict(request_deserializer=_decoder(handler.request_deserializer),

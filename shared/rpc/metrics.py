@@ -29,28 +29,39 @@ def publish_kernels(service: str, report: dict) -> None:
 class MetricsInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, service: str):
         self.service = service
+        self._timed: dict[str, tuple] = {}  # method -> (its handler, the timed one)
 
     async def intercept_service(self, continuation, details):
         handler = await continuation(details)
+        cached = self._timed.get(details.method)
+        if cached is not None and cached[0] is handler:  # built once per method, not per call
+            return cached[1]
+        timed = self._wrap(handler, details.method.rsplit("/", 1)[-1])
+        if handler is not None:  # (never an unknown method's name: callers choose those)
+            self._timed[details.method] = (handler, timed)
+        return timed
+
+    def _wrap(self, handler, method: str):
         if handler is None or not handler.unary_unary:
             return handler
-        method = details.method.rsplit("/", 1)[-1]
         inner = handler.unary_unary
+        in_flight = IN_FLIGHT.labels(self.service, method)
+        latency = LATENCY.labels(self.service, method)
 
         async def timed(request, context):
             start = time.perf_counter()
             code = "OK"
-            IN_FLIGHT.labels(self.service, method).inc()
+            in_flight.inc()
             try:
                 return await inner(request, context)
             except BaseException:
                 code = "ERROR"
                 raise
             finally:
-                IN_FLIGHT.labels(self.service, method).dec()
+                in_flight.dec()
                 code = context.code().name if context.code() else code
                 RPCS.labels(self.service, method, code).inc()
-                LATENCY.labels(self.service, method).observe(time.perf_counter() - start)
+                latency.observe(time.perf_counter() - start)
 
         return grpc.unary_unary_rpc_method_handler(
             timed,
