@@ -20,6 +20,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Iterable
 
 import redis
+import redis.asyncio
 from paperworks.shared.bus.nudge import broker_redis
 from paperworks.shared.config import Settings
 
@@ -106,17 +107,17 @@ class EventPublisher:
 class WatchHub:
     """A server's listener: wakes the streams watching a job when its events are announced.
 
-    Created in the server's event loop; one daemon thread holds the subscription and hands
-    each notice to the loop (`call_soon_threadsafe`)."""
+    Created in the server's event loop, which holds the subscription itself (redis.asyncio):
+    a notice wakes a stream without a thread in between."""
+
+    HEALTH_CHECK_S = 5.0  # an idle subscription is PINGed this often, so a dead one shows
 
     def __init__(self, settings: Settings, service: str):
         self.settings = settings
         self.channel = channel(settings, service)
-        self.live = threading.Event()
-        self._loop = asyncio.get_running_loop()
+        self.live = asyncio.Event()
         self._waiters: defaultdict[str, set[asyncio.Event]] = defaultdict(set)
-        self._stop = threading.Event()
-        threading.Thread(target=self._run, name=f"watch-{service}", daemon=True).start()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"watch-{service}")
 
     @contextlib.asynccontextmanager
     async def watching(self, job_id: str) -> AsyncIterator[asyncio.Event]:
@@ -139,32 +140,30 @@ class WatchHub:
         for event in list(targets):
             event.set()
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            client = broker_redis(self.settings)
+    async def _run(self) -> None:
+        while True:
+            client = redis.asyncio.Redis.from_url(
+                self.settings.celery_broker_url, socket_connect_timeout=1.0,
+                health_check_interval=self.HEALTH_CHECK_S)
             pubsub = client.pubsub(ignore_subscribe_messages=True)
             try:
-                pubsub.subscribe(self.channel)
+                await pubsub.subscribe(self.channel)
                 self.live.set()
-                self._loop.call_soon_threadsafe(self._wake, None)  # missed while away: look
-                while not self._stop.is_set():
-                    message = pubsub.get_message(timeout=0.5)
+                self._wake(None)  # missed while away: look
+                while True:
+                    message = await pubsub.get_message(timeout=self.HEALTH_CHECK_S)
                     if message is not None:
-                        job_id = message["data"].decode().partition(" ")[0]
-                        if job_id in self._waiters:  # most jobs have no watcher: the loop
-                            # sleeps on (one registered after this look reads the database
-                            # before it waits for notices)
-                            self._loop.call_soon_threadsafe(self._wake, job_id)
-            except (redis.RedisError, RuntimeError) as exc:  # RuntimeError: the loop closed
+                        self._wake(message["data"].decode().partition(" ")[0])
+            except (redis.RedisError, OSError) as exc:
                 if self.live.is_set():
                     log.warning("event notices on %s lost: %s; watchers poll until back",
                                 self.channel, exc)
                 self.live.clear()
-                self._stop.wait(1.0)
+                await asyncio.sleep(1.0)
             finally:
-                with contextlib.suppress(redis.RedisError):
-                    pubsub.close()
-                    client.close()
+                with contextlib.suppress(redis.RedisError, OSError):
+                    await pubsub.aclose()
+                    await client.aclose()
 
     def stop(self) -> None:
-        self._stop.set()
+        self._task.cancel()

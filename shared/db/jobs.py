@@ -80,6 +80,11 @@ JOB_ARTIFACTS: Table = JobArtifact.__table__
 CURRENT_TX = text("pg_current_xact_id()::text::bigint")
 _EVENT_INSERT = insert(EVENTS)
 _OUTBOX_INSERT = insert(OUTBOX)
+_JOB_BY_ID = select(JOBS).where(JOBS.c.id == bindparam("b_id"))
+_EVENTS_AFTER = (select(EVENTS)
+                 .where(EVENTS.c.job_id == bindparam("b_id"), EVENTS.c.seq > bindparam("b_after"))
+                 .order_by(EVENTS.c.seq)
+                 .limit(bindparam("b_limit")))
 _EVENT_INSERT_PG = insert(EVENTS).values(tx=CURRENT_TX)
 # the hot statements, built once with bound parameters (building one with literal values costs
 # more than running it on SQLite); `_statement(key, build)` keeps each per key
@@ -256,8 +261,8 @@ class JobStore:
 
     def get(self, tenant: str | None, service: str | None, job_id: str) -> Job:
         """A job visible to `tenant` on `service`; NOT_FOUND otherwise (never 'forbidden')."""
-        with self.db.read() as s:
-            job = s.get(Job, job_id) if job_id else None
+        rows = self.db.query(_JOB_BY_ID, {"b_id": job_id}) if job_id else ()
+        job = Job(**rows[0]._mapping) if rows else None
         if job is None or (tenant is not None and job.tenant != tenant) or (
             service is not None and job.service != service
         ):
@@ -309,15 +314,7 @@ class JobStore:
 
     def events_after(self, job_id: str, after_seq: int, limit: int = 500) -> list[Row]:
         """The job's events after `after_seq`, in order, as rows with JobEvent's columns."""
-        with self.db.read_rows() as conn:
-            return list(
-                conn.execute(
-                    select(EVENTS)
-                    .where(EVENTS.c.job_id == job_id, EVENTS.c.seq > after_seq)
-                    .order_by(EVENTS.c.seq)
-                    .limit(limit)
-                )
-            )
+        return self.db.query(_EVENTS_AFTER, {"b_id": job_id, "b_after": after_seq, "b_limit": limit})
 
     def announced_models(self, job_id: str) -> list[dict]:
         """The artifacts (name, sha256, ...) the job announced with MODEL_READY events, in order."""

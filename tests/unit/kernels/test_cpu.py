@@ -100,6 +100,7 @@ def test_linear_edge_values(cpu_ops, make):
                                                                         torch.float64]),
        seed=st.integers(0, 1000))
 @example(batch=1, n=1, m=171, eps=0.5, dtype=torch.float32, seed=0)  # failed CI with a fixed atol
+@example(batch=2, n=3, m=1, eps=0.5, dtype=torch.float32, seed=0)  # g ~ 0 beside f ~ 1
 def test_sinkhorn_follows_the_reference_iteration(cpu_ops, batch, n, m, eps, dtype, seed):
     rng = np.random.default_rng(seed)
     cost = torch.tensor(rng.random((batch, n, m)), dtype=dtype)
@@ -116,6 +117,8 @@ def test_sinkhorn_follows_the_reference_iteration(cpu_ops, batch, n, m, eps, dty
         # float32 rounding grows with the largest value a field is computed from (a potential near
         # zero beside potentials of order 1 carries their absolute rounding, not its own relative)
         scale = float(expected.abs().max()) if expected.numel() else 1.0
+        if field in ("f", "g"):  # the potentials are computed from each other: g of a single
+            scale = max(float(ref.f.abs().max()), float(ref.g.abs().max()))  # column is ~0
         tol = {"rtol": 1e-4, "atol": max(1e-6, 2e-5 * scale)} if dtype == torch.float32 else {}
         torch.testing.assert_close(getattr(got, field), expected, **tol)
 
