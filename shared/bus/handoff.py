@@ -110,44 +110,61 @@ class Handoff:
 
 class SubmitHandoff:
     """The server's side: `hand(job_id)` right after a submit committed, in the thread that
-    committed it (before the reply: the event loop is not yet busy with the caller's next
-    call, so the job reaches Celery sooner than from a thread that competes with it for the
-    GIL); one background thread marks the sent jobs in batches. A failure here loses nothing:
-    the dispatcher hands over what the server did not."""
+    committed it. A lone submit is handed there and then, before the reply (the event loop is
+    not yet busy with the caller's next call, so the job reaches Celery sooner than from a
+    thread that competes with it for the GIL); while another hand-off is under way, the job
+    goes to one background thread, which hands whatever queued up in one batch (one Redis
+    pipeline for the keys, one for the tasks) and marks the inline hand-offs' jobs sent.
+    A failure here loses nothing: the dispatcher hands over what the server did not."""
 
     def __init__(self, settings: Settings, service: str):
         self._handoff = Handoff(settings, service)
-        self._sent: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._mark, name=f"handoff-{service}", daemon=True)
+        self._work: queue.SimpleQueue[tuple[str, str] | None] = queue.SimpleQueue()
+        self._inline = threading.Lock()  # held by the one inline hand-off under way
+        self._thread = threading.Thread(target=self._run, name=f"handoff-{service}", daemon=True)
         self._thread.start()
 
     def hand(self, job_id: str) -> None:
+        if not self._inline.acquire(blocking=False):
+            self._work.put(("hand", job_id))  # a concurrent submit: batched by the thread
+            return
         try:
             if self._handoff.take([job_id]):
                 self._handoff.send([job_id], mark=False)
-                self._sent.put(job_id)
+                self._work.put(("mark", job_id))
         except Exception as exc:  # noqa: BLE001 - Redis down: the dispatcher hands it over
             log.warning("hand-off of job %s failed: %s (the dispatcher takes it)", job_id, exc)
+        finally:
+            self._inline.release()
 
-    def _mark(self) -> None:
-        while (first := self._sent.get()) is not None:
+    def _run(self) -> None:
+        while (first := self._work.get()) is not None:
             batch = [first]
             while True:
                 try:
-                    more = self._sent.get_nowait()
+                    more = self._work.get_nowait()
                 except queue.Empty:
                     break
                 if more is None:
-                    self._sent.put(None)
+                    self._work.put(None)
                     break
                 batch.append(more)
+            to_hand = [job_id for what, job_id in batch if what == "hand"]
+            to_mark = [job_id for what, job_id in batch if what == "mark"]
             try:
-                self._handoff.mark_sent(batch)
+                if to_hand:
+                    self._handoff.hand(to_hand)
+            except Exception as exc:  # noqa: BLE001 - Redis down: the dispatcher hands them over
+                log.warning("hand-off of %d job(s) failed: %s (the dispatcher takes them)",
+                            len(to_hand), exc)
+            try:
+                if to_mark:
+                    self._handoff.mark_sent(to_mark)
             except Exception as exc:  # noqa: BLE001 - their pending keys lapse: a later
-                log.warning("marking %d handed job(s) failed: %s", len(batch), exc)  # announcement
+                log.warning("marking %d handed job(s) failed: %s", len(to_mark), exc)  # announcement
                 # hands them again, and the claim makes the duplicate harmless
 
     def stop(self) -> None:
-        self._sent.put(None)
+        self._work.put(None)
         self._thread.join(timeout=5)
         self._handoff.close()

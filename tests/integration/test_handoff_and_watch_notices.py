@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import redis
 from kombu.exceptions import OperationalError
-from paperworks.shared.bus.handoff import Handoff, handed_key
+from paperworks.shared.bus.handoff import Handoff, SubmitHandoff, handed_key
 from paperworks.shared.bus.watch import EventPublisher, WatchHub
 from paperworks.shared.config import Settings
 from paperworks.shared.devstack.stack import free_port
@@ -73,6 +74,22 @@ def test_a_failed_send_lets_the_job_go_and_the_sweeper_sees_it_unhanded(settings
     later.close()
 
 
+def test_the_servers_hand_off_sends_concurrent_submits_once_each_and_marks_them(settings):
+    """Submits committing in many threads at once: one is handed inline, the others batched by
+    the background thread; every job is queued once, and every key ends up `sent`."""
+    handoff = SubmitHandoff(settings, "ops")
+    ids = [f"ops-{i}" for i in range(40)]
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(handoff.hand, ids))
+    finally:
+        handoff.stop()  # drains its queue first
+    assert sorted(queued(settings)) == sorted(ids)
+    client = redis.Redis.from_url(URL)
+    assert {client.get(handed_key(settings, j)) for j in ids} == {b"sent"}
+    client.close()
+
+
 def test_a_notice_wakes_the_watchers_of_its_job_only(settings):
     async def scenario():
         hub = WatchHub(settings, "ops")
@@ -106,7 +123,7 @@ def test_without_redis_the_hub_is_not_live_and_publishing_does_not_raise():
         hub = WatchHub(settings, "ops")
         await asyncio.sleep(0.5)
         assert not hub.live.is_set()  # WatchJob polls instead
-        EventPublisher(settings)([("ops", "ops-1", 1)])
+        EventPublisher(settings)([("ops", "ops-1", 1, True)])
         hub.stop()
 
     asyncio.run(scenario())
