@@ -54,6 +54,7 @@ class Heartbeats:
         self._cond = threading.Condition()
         self._jobs: dict[str, _Beat] = {}
         self._owner_pid: int | None = None
+        self._waiting_until: float | None = None  # the thread's wake-up time (None: no jobs)
 
     @contextmanager
     def keep(self, store: JobStore, job_id: str, token: str, interval_s: float) -> Iterator[None]:
@@ -61,9 +62,12 @@ class Heartbeats:
         with self._cond:
             if self._owner_pid != os.getpid():  # threads do not survive a fork: start ours
                 self._owner_pid = os.getpid()
+                self._waiting_until = None
                 threading.Thread(target=self._run, name="lease-heartbeats", daemon=True).start()
             self._jobs[job_id] = beat
-            self._cond.notify()
+            if self._waiting_until is None or beat.due < self._waiting_until:
+                self._cond.notify()  # (a thread already waking sooner finds the job then:
+                # one thread switch fewer per job)
         try:
             yield
         finally:
@@ -78,7 +82,9 @@ class Heartbeats:
                 due = [(job_id, b) for job_id, b in self._jobs.items() if b.due <= now]
                 if not due:
                     next_due = min((b.due for b in self._jobs.values()), default=None)
+                    self._waiting_until = next_due
                     self._cond.wait(None if next_due is None else next_due - now)
+                    self._waiting_until = None
                     continue
                 for _, b in due:
                     b.due = now + b.interval_s

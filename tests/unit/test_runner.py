@@ -170,6 +170,22 @@ def test_one_heartbeat_thread_renews_every_running_lease(store, tmp_path):
     assert not set(beats()) & set(before)
 
 
+def test_a_lease_due_sooner_than_the_threads_next_wake_wakes_it(store, tmp_path):
+    """The thread is woken only when a new lease is due before its next wake-up: one due later
+    waits for that wake-up, one due sooner is renewed at its own time."""
+    jobs = [store.submit("t", "ops", "k", {"mode": "ok"})[0].id for _ in range(2)]
+    claims = [store.acquire(job_id, lease_s=30, max_attempts=5) for job_id in jobs]
+    before = store.get(None, "ops", jobs[1]).heartbeat_at
+    with HEARTBEATS.keep(store, jobs[0], claims[0].token, 30.0):
+        time.sleep(0.1)  # the thread now sleeps until the slow lease is due
+        with HEARTBEATS.keep(store, jobs[1], claims[1].token, 0.05):
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and \
+                    store.get(None, "ops", jobs[1]).heartbeat_at == before:
+                time.sleep(0.02)
+    assert store.get(None, "ops", jobs[1]).heartbeat_at != before
+
+
 def test_each_stages_last_report_is_written_and_the_rest_coalesce(store, tmp_path, monkeypatch):
     from paperworks.shared.tasks.context import JobContext
 
