@@ -1,4 +1,4 @@
-"""Hand-off: a job goes to its Celery queue once, from whichever process gets there first.
+"""Hand-off: a job goes to its Celery queue exactly once, from whichever process gets there first.
 
 The fast path (ARCHITECTURE "Fast path"): once a submit has committed, the
 server hands the job to Celery itself, so a job's start never waits for the
@@ -7,14 +7,13 @@ written (the durable log other consumers read); the dispatcher that reads it
 hands over only what nobody handed yet: the server crashed between its commit
 and the hand-off, or the sweeper re-announced the job.
 
-"Handed" is a Redis key `handed:<job id>` in the Celery broker's Redis (present
-in every deployment). The dispatcher takes it with SET NX as `pending` with a
-short expiry, sends the task, then the key becomes `sent` with an expiry longer
+"Handed" is a Redis key `handed:<job id>` taken with SET NX, in the Celery
+broker's Redis (present in every deployment). It is taken as `pending` with a
+short expiry, the task is sent, then it becomes `sent` with an expiry longer
 than the broker's visibility timeout. A process that dies between the two lets
 the short key lapse, so a later announcement hands the job again; a Redis that
 restarted (the embedded one keeps nothing) lost the key with the queued task,
-so the sweeper's re-announcement hands the job again. The server, first by
-construction, sends and then marks (see SubmitHandoff). A duplicate task is
+so the sweeper's re-announcement hands the job again. A duplicate task is
 harmless: the claim is a compare-and-set.
 """
 from __future__ import annotations
@@ -74,10 +73,9 @@ class Handoff:
         if job_ids:
             self._redis.delete(*(handed_key(self.settings, j) for j in job_ids))
 
-    def send(self, job_ids: Sequence[str], mark: bool = True, release: bool = True) -> None:
+    def send(self, job_ids: Sequence[str], mark: bool = True) -> None:
         """Sends taken jobs to Celery, then marks them sent (`mark=False`: the caller marks them
-        with `mark_sent` later, within PENDING_TTL_S); a job whose send failed is let go
-        (`release=False`: the caller took no key for it)."""
+        with `mark_sent` later, within PENDING_TTL_S); a job whose send failed is let go."""
         if not job_ids:
             return
         try:  # one Redis pipeline for the batch's tasks (kombu's publish batch)
@@ -87,8 +85,7 @@ class Handoff:
                                           task_id=job_id, queue=self.service,
                                           producer=producer)
         except BaseException:
-            if release:
-                self.release(job_ids)
+            self.release(job_ids)
             raise
         if mark:
             self.mark_sent(job_ids)
@@ -116,16 +113,9 @@ class SubmitHandoff:
     committed it. A lone submit is handed there and then, before the reply (the event loop is
     not yet busy with the caller's next call, so the job reaches Celery sooner than from a
     thread that competes with it for the GIL); while another hand-off is under way, the job
-    goes to one background thread, which sends whatever queued up in one Redis pipeline and
-    marks every sent job in another.
-
-    The server sends first and marks after, without taking the key: nobody else can hand a
-    job committed a moment ago (the dispatcher sees its intake record only after the relay's
-    interval, and takes the key before it sends), so the job reaches Celery one Redis round
-    trip sooner. Where the two do meet (the dispatcher's take wins the race with the mark,
-    or this server dies between its send and its mark) the job is sent twice, which the
-    claim makes harmless. A failure here loses nothing: the dispatcher hands over what the
-    server did not."""
+    goes to one background thread, which hands whatever queued up in one batch (one Redis
+    pipeline for the keys, one for the tasks) and marks the inline hand-offs' jobs sent.
+    A failure here loses nothing: the dispatcher hands over what the server did not."""
 
     def __init__(self, settings: Settings, service: str):
         self._handoff = Handoff(settings, service)
@@ -139,8 +129,9 @@ class SubmitHandoff:
             self._work.put(("hand", job_id))  # a concurrent submit: batched by the thread
             return
         try:
-            self._handoff.send([job_id], mark=False, release=False)
-            self._work.put(("mark", job_id))
+            if self._handoff.take([job_id]):
+                self._handoff.send([job_id], mark=False)
+                self._work.put(("mark", job_id))
         except Exception as exc:  # noqa: BLE001 - Redis down: the dispatcher hands it over
             log.warning("hand-off of job %s failed: %s (the dispatcher takes it)", job_id, exc)
         finally:
@@ -162,8 +153,7 @@ class SubmitHandoff:
             to_mark = [job_id for what, job_id in batch if what == "mark"]
             try:
                 if to_hand:
-                    self._handoff.send(to_hand, mark=False, release=False)
-                    to_mark += to_hand
+                    self._handoff.hand(to_hand)
             except Exception as exc:  # noqa: BLE001 - Redis down: the dispatcher hands them over
                 log.warning("hand-off of %d job(s) failed: %s (the dispatcher takes them)",
                             len(to_hand), exc)
