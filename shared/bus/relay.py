@@ -63,16 +63,16 @@ class OutboxRelay:
         self._cursor = select(CURSORS.c.tx, CURSORS.c.event_id).where(CURSORS.c.service == service)
         # SQLite commits event ids in order; PostgreSQL in (transaction, id) order, up to the
         # oldest transaction still running (see _relay_events)
-        self._events_past_id = (self._events_after(EVENTS.c.id > bindparam("event_id"))
-                                .order_by(EVENTS.c.id))
+        self._events_past_id = self._events_after(EVENTS.c.tx.is_(None),
+                                                  EVENTS.c.id > bindparam("event_id"))
         self._move_cursor = (sqlite.insert(CURSORS)
                              .values(service=service, tx=0, event_id=bindparam("event_id"))
                              .on_conflict_do_update(index_elements=["service"],
                                                     set_={"event_id": bindparam("event_id")}))
         past = tuple_(EVENTS.c.tx, EVENTS.c.id) > tuple_(bindparam("tx"), bindparam("event_id"))
         finished = EVENTS.c.tx < text("pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
-        self._pg_events = self._events_after(past, finished).order_by(EVENTS.c.tx, EVENTS.c.id)
-        self._pg_any_event = self._events_after(past, finished).limit(1)
+        self._pg_events = self._events_after(past, finished)
+        self._pg_any_event = self._events_after(past, finished, limit=1)
         self._pg_lock_cursor = self._cursor.with_for_update(skip_locked=True)
 
     def _producer_or_none(self):
@@ -145,14 +145,19 @@ class OutboxRelay:
                 conn.execute(self._move_cursor, {"event_id": rows[-1].id})
         return len(rows)
 
-    def _events_after(self, *conditions) -> Select:
-        """The service's events as Kafka records (topic, key, payload), with their position."""
-        return (select(EVENTS.c.id, EVENTS.c.tx, EVENTS.c.job_id, EVENTS.c.seq, EVENTS.c.type,
-                       EVENTS.c.state, EVENTS.c.payload, EVENTS.c.created_at, JOBS.c.kind,
-                       JOBS.c.tenant)
-                .join(JOBS, JOBS.c.id == EVENTS.c.job_id)
-                .where(JOBS.c.service == self.service, *conditions)
-                .limit(self.batch))
+    def _events_after(self, *conditions, limit: int | None = None) -> Select:
+        """The service's events as Kafka records (topic, key, payload), with their position, in
+        (transaction, id) order: a batch read from the (service, tx, id) index first, then
+        joined to its jobs (so no planner can drive the read from the jobs table)."""
+        events = (select(EVENTS.c.id, EVENTS.c.tx, EVENTS.c.job_id, EVENTS.c.seq, EVENTS.c.type,
+                         EVENTS.c.state, EVENTS.c.payload, EVENTS.c.created_at)
+                  .where(EVENTS.c.service == self.service, *conditions)
+                  .order_by(EVENTS.c.tx, EVENTS.c.id)
+                  .limit(limit or self.batch)
+                  .subquery("batch"))
+        return (select(events, JOBS.c.kind, JOBS.c.tenant)
+                .join(JOBS, JOBS.c.id == events.c.job_id)
+                .order_by(events.c.tx, events.c.id))
 
     def _event_record(self, row: Row) -> tuple[str, str, dict]:
         time_ = row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=UTC)

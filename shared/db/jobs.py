@@ -641,8 +641,9 @@ class JobStore:
             last_seq, last_type, last_state, _ = events[-1]
             final = last_type == STATE_CHANGED and last_state in TERMINAL_STATES
             conn.info.get(_WRITTEN, []).append((identity[0], job_id, last_seq, final))
-        rows = [{"job_id": job_id, "seq": seq, "type": type_, "state": state, "payload": payload,
-                 "created_at": now} for seq, type_, state, payload in events]
+        rows = [{"job_id": job_id, "service": identity[0], "seq": seq, "type": type_,
+                 "state": state, "payload": payload, "created_at": now}
+                for seq, type_, state, payload in events]
         conn.execute(_EVENT_INSERT_PG if conn.dialect.name == "postgresql" else _EVENT_INSERT,
                      rows if len(rows) > 1 else rows[0])
 

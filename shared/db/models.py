@@ -84,16 +84,19 @@ class Job(Base):
 
 class JobEvent(Base):
     """A job's numbered event. The relay publishes these rows to Kafka in commit order, read
-    past its cursor (`RelayCursor`): no outbox row per event. `tx` is the writing transaction's
-    id on PostgreSQL (whose ids do not follow commit order); SQLite's single writer commits ids
-    in order, so there it stays empty."""
+    past its service's cursor (`RelayCursor`): no outbox row per event. `tx` is the writing
+    transaction's id on PostgreSQL (whose ids do not follow commit order); SQLite's single
+    writer commits ids in order, so there it stays empty. `service` is the job's, copied so
+    that a relay reads its own service's events straight from one index, whatever the
+    planner believes about the jobs table."""
 
     __tablename__ = "job_events"
     __table_args__ = (UniqueConstraint("job_id", "seq", name="uq_job_events_seq"),
-                      Index("ix_job_events_tx", "tx", "id"))
+                      Index("ix_job_events_service", "service", "tx", "id"))
 
     id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
     tx: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    service: Mapped[str | None] = mapped_column(String(64), nullable=True)
     job_id: Mapped[str] = mapped_column(String(96), ForeignKey("jobs.id", ondelete="CASCADE"))
     seq: Mapped[int] = mapped_column(BigInteger)
     type: Mapped[str] = mapped_column(String(32))
