@@ -4,7 +4,8 @@ Every job must reach a terminal state, none lost (each submitted id is in the
 database) and none duplicated (one job per submit, one terminal event per job,
 one result artifact per job). Measured: submit throughput and p50/p99 submit
 latency over gRPC, time to drain (last submit → last job terminal), and the peak
-resident memory of each process of the stack, sampled every 0.25 s.
+resident memory of each process of the stack, sampled every 0.25 s, and the CPU time
+each used per job (where a job's cost goes; on PostgreSQL the server's processes too).
 
 Baselines from the same run: a bare grpc.aio unary call with the same 16 clients
 (what gRPC alone costs on this machine), and a bare Celery drain of no-op tasks
@@ -72,41 +73,83 @@ def system_backends() -> dict[str, str]:
             "PAPERWORKS_CELERY_KEY_PREFIX": f"{name}:"}
 
 
+def drop_database(url: str) -> None:
+    """The run's database goes once measured (10,000 jobs' rows on the machine's server)."""
+    from paperworks.shared.db.engine import engine_for
+    from sqlalchemy import create_engine, text
+
+    engine_for(url).dispose()
+    admin = create_engine("postgresql+psycopg://postgres@127.0.0.1:5432/postgres",
+                          isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)'))
+    admin.dispose()
+
+
 def percentiles(latencies: list[float]) -> dict:
     lat = sorted(latencies)
     return {"p50_ms": 1000 * lat[len(lat) // 2],
             "p99_ms": 1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))]}
 
 
-class PeakMemory:
-    """Peak RSS per stack component (a worker pool: its parent and task processes summed)."""
+class ProcessWatch:
+    """Per stack component (a worker pool: its parent and task processes summed): peak RSS,
+    sampled every `interval_s`, and CPU seconds used while watched, which say where a job's
+    cost goes. `extra` names processes outside the stack by name (the machine's PostgreSQL)."""
 
-    def __init__(self, pids: dict[str, int], interval_s: float = 0.25):
+    def __init__(self, pids: dict[str, int], extra: dict[str, str] | None = None,
+                 interval_s: float = 0.25):
         self.pids = {**pids, "bench client": os.getpid()}
+        self.extra = extra or {}
         self.peak_mb = dict.fromkeys(self.pids, 0.0)
+        self._cpu: dict[str, dict[int, float]] = {n: {} for n in [*self.pids, *self.extra]}
+        self._cpu_start: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(interval_s,), daemon=True)
 
-    def _rss(self, pid: int) -> float:
+    def _tree(self, name: str) -> list[psutil.Process]:
+        if name in self.extra:
+            return [p for p in psutil.process_iter(["name"]) if p.info["name"] == self.extra[name]]
         try:
-            proc = psutil.Process(pid)
-            tree = [proc] + (proc.children(recursive=True) if pid != os.getpid() else [])
-            return sum(p.memory_info().rss for p in tree) / 2**20
+            proc = psutil.Process(self.pids[name])
+            return [proc] + (proc.children(recursive=True) if proc.pid != os.getpid() else [])
         except psutil.Error:
-            return 0.0
+            return []
+
+    def _sample(self, first: bool = False) -> None:
+        for name in self._cpu:
+            rss = 0.0
+            for proc in self._tree(name):
+                try:
+                    t = proc.cpu_times()
+                    rss += proc.memory_info().rss / 2**20
+                except psutil.Error:
+                    continue
+                self._cpu[name][proc.pid] = t.user + t.system
+                if first:
+                    self._cpu_start[proc.pid] = t.user + t.system
+            if name in self.peak_mb:
+                self.peak_mb[name] = max(self.peak_mb[name], rss)
 
     def _run(self, interval_s: float) -> None:
         while not self._stop.wait(interval_s):
-            for name, pid in self.pids.items():
-                self.peak_mb[name] = max(self.peak_mb[name], self._rss(pid))
+            self._sample()
+
+    def cpu_s(self) -> dict[str, float]:
+        """CPU seconds per component while watched (a process that ended counts until its last
+        sample)."""
+        return {name: sum(t - self._cpu_start.get(pid, 0.0) for pid, t in pids.items())
+                for name, pids in self._cpu.items()}
 
     def __enter__(self):
+        self._sample(first=True)
         self._thread.start()
         return self
 
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
+        self._sample()
 
 
 async def submit_all(endpoints: dict[str, str]) -> tuple[list[str], list[float], float, int]:
@@ -231,7 +274,8 @@ def main() -> dict:
         try:
             db = Database(stack.database_url)
             pids = {name: comp.pid for name, comp in stack.state.components.items()}
-            with PeakMemory(pids) as memory:
+            extra = {"postgresql": "postgres"} if BACKEND == "postgres" else {}
+            with ProcessWatch(pids, extra) as watch:
                 ids, latencies, submit_s, retried = asyncio.run(submit_all(stack.endpoints))
                 drain_s, samples = drain(db, JOBS)
             results["submit"] = {"seconds": submit_s, "per_s": JOBS / submit_s,
@@ -239,7 +283,9 @@ def main() -> dict:
             results["drain"] = {"after_last_submit_s": drain_s, "total_s": submit_s + drain_s,
                                 "jobs_per_s": JOBS / (submit_s + drain_s),
                                 "progress": samples[:: max(1, len(samples) // 40)]}
-            results["peak_rss_mb"] = memory.peak_mb
+            results["peak_rss_mb"] = watch.peak_mb
+            results["cpu_ms_per_job"] = {name: 1000 * sec / JOBS
+                                         for name, sec in watch.cpu_s().items()}
             results["audit"] = audit(db, ids)
             broker_url = (backends.get("PAPERWORKS_CELERY_BROKER_URL")
                           or stack.state.env["PAPERWORKS_CELERY_BROKER_URL"])
@@ -247,6 +293,8 @@ def main() -> dict:
             results["bare_celery"] = bare_celery_drain(broker, BARE_TASKS)
         finally:
             stack.down()
+            if backends:
+                drop_database(backends["PAPERWORKS_DATABASE_URL"])
     results["bare_grpc"] = asyncio.run(bare_grpc(JOBS, CLIENTS))
     a = results["audit"]
     assert a["lost"] == 0 and a["unexpected"] == 0 and a["distinct_ids"] == JOBS, a
@@ -289,10 +337,17 @@ def run_table(results: dict) -> str:
         f"{c['per_s']:.0f} | {d['jobs_per_s']:.0f} | {d['jobs_per_s'] / c['per_s']:.2f}x |",
         f"| time to drain after the last submit | | {d['after_last_submit_s']:.1f} s | |",
         "",
-        "| process | peak RSS MB |",
-        "|---|---|",
+        "| process | peak RSS MB | CPU ms per job |",
+        "|---|---|---|",
     ]
-    rows += [f"| {name} | {mb:.0f} |" for name, mb in results["peak_rss_mb"].items()]
+    cpu = results.get("cpu_ms_per_job", {})
+    for name in [*results["peak_rss_mb"], *(n for n in cpu if n not in results["peak_rss_mb"])]:
+        mb = results["peak_rss_mb"].get(name)
+        rows.append(f"| {name} | {'' if mb is None else f'{mb:.0f}'} | "
+                    f"{'' if name not in cpu else f'{cpu[name]:.2f}'} |")
+    if cpu:
+        total = sum(v for k, v in cpu.items() if k != "bench client")
+        rows.append(f"| all but the bench client | | {total:.2f} |")
     return "\n".join(rows)
 
 
