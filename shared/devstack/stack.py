@@ -144,6 +144,7 @@ class EmbeddedStack:
         self.state: StackState | None = None
         self._procs: dict[str, subprocess.Popen] = {}
         self._picked: set[int] = set()
+        self._busy: list[int] = []
 
     # --- ports and environment -----------------------------------------------------
 
@@ -156,7 +157,7 @@ class EmbeddedStack:
             return port
         port = self.base_port + offset
         if port_busy(port):
-            raise StackError(f"port {port} is busy: stop what holds it or pick --base-port")
+            self._busy.append(port)  # every busy one is named once the plan is made
         return port
 
     def _plan(self) -> StackState:
@@ -236,7 +237,13 @@ class EmbeddedStack:
                                  "`paperworks down` first")
         self.settings.state_dir.mkdir(parents=True, exist_ok=True)
         (self.settings.state_dir / "logs").mkdir(exist_ok=True)
+        self._busy = []
         self.state = self._plan()
+        if self._busy:
+            listed = ", ".join(map(str, self._busy))
+            raise StackError(f"port{'s' if len(self._busy) > 1 else ''} {listed} "
+                             f"{'are' if len(self._busy) > 1 else 'is'} busy: stop what holds "
+                             f"{'them' if len(self._busy) > 1 else 'it'} or pick --base-port")
         try:
             for name in ("kafka", "redis"):
                 if name in self.state.components:
