@@ -97,11 +97,11 @@ class Handoff:
             pipe.set(handed_key(self.settings, job_id), b"sent", ex=self._sent_ttl_s)
         pipe.execute()
 
-    def hand(self, job_ids: Sequence[str]) -> list[str]:
-        """take + send: returns the jobs this call handed."""
+    def hand(self, job_ids: Sequence[str], mark: bool = True) -> list[str]:
+        """take + send (`mark` as for `send`): returns the jobs this call handed."""
         taken = self.take(job_ids)
         if taken:
-            self.send(taken)
+            self.send(taken, mark=mark)
         return taken
 
     def close(self) -> None:
@@ -129,8 +129,7 @@ class SubmitHandoff:
             self._work.put(("hand", job_id))  # a concurrent submit: batched by the thread
             return
         try:
-            if self._handoff.take([job_id]):
-                self._handoff.send([job_id], mark=False)
+            if self._handoff.hand([job_id], mark=False):
                 self._work.put(("mark", job_id))
         except Exception as exc:  # noqa: BLE001 - Redis down: the dispatcher hands it over
             log.warning("hand-off of job %s failed: %s (the dispatcher takes it)", job_id, exc)

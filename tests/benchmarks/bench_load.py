@@ -56,15 +56,22 @@ DRAIN_TIMEOUT_S = float(os.environ.get("BENCH_LOAD_DRAIN_TIMEOUT_S", "3600"))
 BACKEND = os.environ.get("BENCH_LOAD_BACKEND", "embedded")
 
 
+def admin_engine():
+    """The machine's PostgreSQL, outside any transaction (CREATE / DROP DATABASE)."""
+    from sqlalchemy import create_engine
+
+    return create_engine("postgresql+psycopg://postgres@127.0.0.1:5432/postgres",
+                         isolation_level="AUTOCOMMIT")
+
+
 def system_backends() -> dict[str, str]:
     """A fresh database on the machine's PostgreSQL and a fresh key prefix on its Redis."""
     import uuid
 
-    from sqlalchemy import create_engine, text
+    from sqlalchemy import text
 
     name = f"bench_load_{uuid.uuid4().hex[:8]}"
-    admin = create_engine("postgresql+psycopg://postgres@127.0.0.1:5432/postgres",
-                          isolation_level="AUTOCOMMIT")
+    admin = admin_engine()
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     admin.dispose()
@@ -76,11 +83,10 @@ def system_backends() -> dict[str, str]:
 def drop_database(url: str) -> None:
     """The run's database goes once measured (10,000 jobs' rows on the machine's server)."""
     from paperworks.shared.db.engine import engine_for
-    from sqlalchemy import create_engine, text
+    from sqlalchemy import text
 
     engine_for(url).dispose()
-    admin = create_engine("postgresql+psycopg://postgres@127.0.0.1:5432/postgres",
-                          isolation_level="AUTOCOMMIT")
+    admin = admin_engine()
     with admin.connect() as conn:
         conn.execute(text(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)'))
     admin.dispose()
