@@ -37,6 +37,11 @@ class Settings(BaseSettings):
         default=3600, ge=1, description="Redelivery of tasks whose whole worker died."
     )
     worker_concurrency: int = Field(default=1, ge=1, description="Task processes per worker pool.")
+    worker_idle_exit_s: float = Field(
+        default=300, ge=0, description="A worker pool's task processes exit after this long without "
+        "a job, and the next job starts one again (an idle pool then holds no task process, nor the "
+        "models and torch one loaded); 0 keeps them running for good."
+    )
     artifact_root: Path | None = Field(default=None, description="Empty means state_dir/artifacts.")
     artifact_fsync: bool | None = Field(
         default=None, description="fsync each artifact written to the filesystem store before its job "

@@ -165,10 +165,12 @@ def dispatch(settings: Settings, names: list[str]) -> None:
 
 def work(settings: Settings, name: str) -> None:
     from celery.signals import worker_ready
-    from paperworks.shared.tasks.app import make_celery
+    from paperworks.shared.tasks.app import idle_exit_autoscaler, make_celery
 
     setup_logging(settings, f"{name}.worker")
     app = make_celery(settings, name)
+    if settings.worker_idle_exit_s:
+        app.conf.worker_autoscaler = idle_exit_autoscaler(settings.worker_idle_exit_s)
 
     @worker_ready.connect(weak=False)
     def _ready(**_):
@@ -179,7 +181,8 @@ def work(settings: Settings, name: str) -> None:
         [
             "worker",
             "--queues", name,
-            "--concurrency", str(settings.worker_concurrency),
+            *(["--autoscale", f"{settings.worker_concurrency},0"] if settings.worker_idle_exit_s
+              else ["--concurrency", str(settings.worker_concurrency)]),
             "--pool", "prefork",
             "--hostname", f"{name}@%h-{os.getpid()}",
             "--without-gossip",

@@ -36,6 +36,19 @@ def broker_options(settings: Settings) -> dict:
     return options
 
 
+def idle_exit_autoscaler(idle_s: float) -> type:
+    """Celery's autoscaler with its scale-down delay set: `paperworks work` starts a pool with no
+    task process (`--autoscale N,0`), the first job forks one, and one left `idle_s` without a
+    job exits (its memory, with the models and torch it loaded, goes back to the machine)."""
+    from celery.worker.autoscale import Autoscaler  # the worker's module: servers never load it
+
+    class IdleExitAutoscaler(Autoscaler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **{**kwargs, "keepalive": idle_s})
+
+    return IdleExitAutoscaler
+
+
 def make_celery(settings: Settings, service_name: str) -> Celery:
     """The app for `service_name`; the dispatcher uses the same app to send tasks."""
     app = Celery(f"paperworks-{service_name}", broker=settings.celery_broker_url)

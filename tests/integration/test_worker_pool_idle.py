@@ -1,0 +1,57 @@
+"""An idle worker pool holds no task process: the first job forks one, and one left without a job
+for `PAPERWORKS_WORKER_IDLE_EXIT_S` exits (with the models and torch it loaded), the next job
+starting a fresh one. Jobs are neither lost nor run twice across the pool's comings and goings."""
+from __future__ import annotations
+
+import time
+
+import psutil
+import pytest
+from paperworks.shared.rpc.convert import PROTO_TO_STATE
+from paperworks.shared.sdk.client import Client
+from support import TOKENS, chain, start_stack
+
+IDLE_EXIT_S = 2
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    s = start_stack(tmp_path_factory.mktemp("idle-pool"), PAPERWORKS_WORKER_IDLE_EXIT_S=str(IDLE_EXIT_S))
+    yield s
+    s.down()
+
+
+def task_processes(stack) -> list[psutil.Process]:
+    worker = psutil.Process(stack.state.components["ops.worker"].pid)
+    return [c for c in worker.children() if c.cmdline() == worker.cmdline()]
+
+
+def run_one(client: Client, seed: int) -> None:
+    job = client.submit("ops", "digest", seed=seed, steps=2, rounds_per_step=100)
+    done = client.wait(job.id, timeout=60)
+    assert PROTO_TO_STATE[done.state] == "SUCCEEDED" and done.attempts == 1
+    assert done.result["digest"] == chain(seed, 2, 100)[-1]
+
+
+def wait_for(condition, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_task_processes_come_with_jobs_and_leave_when_idle(stack):
+    assert wait_for(lambda: not task_processes(stack), 5), "an idle pool kept a task process"
+    with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as client:
+        run_one(client, 1)
+        [first] = task_processes(stack)
+        run_one(client, 2)  # within the idle window: the same process takes it
+        assert task_processes(stack) == [first]
+        # Celery's autoscaler checks every IDLE_EXIT_S: gone within two of its rounds
+        assert wait_for(lambda: not task_processes(stack), 3 * IDLE_EXIT_S + 5), \
+            "the task process outlived its idle window"
+        run_one(client, 3)
+        [second] = task_processes(stack)
+        assert second.pid != first.pid
