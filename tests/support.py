@@ -129,11 +129,23 @@ def free_port_here() -> int:
         return s.getsockname()[1]
 
 
-def task_process(worker_pid: int):
-    """The Celery worker pool's one task process (forked: the parent's command line), not the
-    short-lived child that works out the worker's device report."""
+def task_processes(worker_pid: int) -> list:
+    """The Celery worker pool's live task processes (forked: the parent's command line), not the
+    short-lived child that works out the worker's device report, nor one that just exited."""
     import psutil
 
     worker = psutil.Process(worker_pid)
-    [child] = [c for c in worker.children() if c.cmdline() == worker.cmdline()]
+    found = []
+    for child in worker.children():
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE and child.cmdline() == worker.cmdline():
+                found.append(child)
+        except psutil.Error:  # gone meanwhile
+            pass
+    return found
+
+
+def task_process(worker_pid: int):
+    """The pool's one task process (a job is under way: an idle pool may hold none)."""
+    [child] = task_processes(worker_pid)
     return child

@@ -1,8 +1,8 @@
 """The long-running processes a service is made of: server, dispatcher, worker.
 
 Each is started by `paperworks serve|dispatch|work SERVICE` (the containers'
-commands, and what `paperworks up` launches; there one `dispatch` process serves
-every service). Each writes a readiness file under the state dir once it can
+commands, and what `paperworks up` launches; there one `serve` process and one
+`dispatch` process serve every service, a worker pool each). Each writes a readiness file under the state dir once it can
 take work, for `paperworks status` and tests.
 """
 from __future__ import annotations
@@ -81,40 +81,54 @@ def write_device_report(component: str, ops, on_report=None, settings: Settings 
     path.write_text(json.dumps(report))
 
 
-def serve(settings: Settings, name: str) -> None:
+SERVERS = "servers"  # the embedded stack's one process serving every service's gRPC API
+
+
+def serve(settings: Settings, names: list[str], ports: dict[str, int] | None = None) -> None:
+    """The gRPC servers of the named services, each on its own port, in this process (a
+    container runs one service's, on PAPERWORKS_GRPC_PORT; the embedded stack runs every
+    service's, at `ports`: one ~100 MB runtime instead of one per service, each service's method
+    code and torch still loaded only by its first call)."""
     from paperworks.shared.rpc import server
 
-    setup_logging(settings, f"{name}.server")
-    spec = service(name)
+    component = f"{names[0]}.server" if ports is None else SERVERS
+    setup_logging(settings, component)
 
-    async def main():
+    async def one(name: str):
+        from paperworks.shared.bus.handoff import SubmitHandoff
         from paperworks.shared.rpc.metrics import publish_kernels
+
+        spec = service(name)
 
         def servicer_built():  # where its methods run, once the first call loaded them
             publish_device(settings, f"{name}.server", spec.kernel_ops,
                            on_report=lambda report: publish_kernels(spec.name, report))
 
         srv, port, rt, health_servicer = await server.build_server(
-            settings, spec, on_servicer_built=servicer_built)
-        from paperworks.shared.bus.handoff import SubmitHandoff
-
+            settings, spec, port=None if ports is None else ports[name],
+            on_servicer_built=servicer_built)
         handoff = SubmitHandoff(settings, spec.name)
         rt.on_submitted = handoff.hand
+        await srv.start()
+        logging.getLogger(__name__).info("%s serving on port %d", name, port)
+        return srv, health_servicer, handoff
+
+    async def main():
+        served = [await one(name) for name in names]
         if settings.metrics_port:
             from prometheus_client import start_http_server
 
             start_http_server(settings.metrics_port, addr=settings.grpc_host)
-        await srv.start()
-        mark_ready(settings, f"{name}.server")
-        logging.getLogger(__name__).info("%s serving on port %d", name, port)
+        mark_ready(settings, component)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         await stop.wait()
-        await health_servicer.enter_graceful_shutdown()
-        await srv.stop(server.DRAIN_GRACE_S)
-        handoff.stop()
+        await asyncio.gather(*(health.enter_graceful_shutdown() for _, health, _ in served))
+        await asyncio.gather(*(srv.stop(server.DRAIN_GRACE_S) for srv, _, _ in served))
+        for _, _, handoff in served:
+            handoff.stop()
 
     asyncio.run(main())
 

@@ -23,11 +23,12 @@ from pathlib import Path
 
 from paperworks.shared import registry
 from paperworks.shared.config import Settings
-from paperworks.shared.devstack.processes import device_file, ready_file
+from paperworks.shared.devstack.processes import SERVERS, device_file, ready_file
 
 COMPOSE_FIRST_PORT = 50051  # the lowest ServiceSpec.port
 
 START_TIMEOUT_S = 90.0
+METRICS_OFFSET = 200  # with --base-port, the servers' /metrics listens on base + 200
 CONSOLE_OFFSET = 300  # with --base-port, the web console listens on base + 300
 
 
@@ -196,16 +197,20 @@ class EmbeddedStack:
                           "--save", "", "--appendonly", "no", "--dir", str(redis_dir)], port)
             env["PAPERWORKS_CELERY_BROKER_URL"] = f"redis://127.0.0.1:{port}/0"
         specs = registry.services()
+        # one process serves every service's gRPC API, each on its own port (~100 MB, not one
+        # such process per service), with one /metrics endpoint (labelled by service)
+        metrics_port = self._port(METRICS_OFFSET)
         for i, name in enumerate(self.services):
             # with --base-port, a service keeps its place whatever else runs: its Compose port's offset
             offset = specs[name].port - COMPOSE_FIRST_PORT if specs[name].port else i
-            port = self._port(offset)
-            state.components[f"{name}.server"] = Component(
-                f"{name}.server", run + ["serve", name], port, ready_check="file")
+            state.services[name] = {"host": "127.0.0.1", "port": self._port(offset),
+                                    "metrics_port": metrics_port}
+        ports = ",".join(f"{name}={s['port']}" for name, s in state.services.items())
+        state.components[SERVERS] = Component(
+            SERVERS, run + ["serve", *self.services, "--ports", ports], ready_check="file")
+        for name in self.services:
             state.components[f"{name}.worker"] = Component(
                 f"{name}.worker", run + ["work", name], ready_check="file")
-            state.services[name] = {"host": "127.0.0.1", "port": port,
-                                    "metrics_port": self._port(200 + offset)}
         # one process dispatches and relays for every service (each is a thread there; ~100 MB
         # instead of one such process per service)
         state.components["dispatcher"] = Component(
@@ -219,10 +224,9 @@ class EmbeddedStack:
     def _component_env(self, comp: Component) -> dict[str, str]:
         env = {**{k: v for k, v in self.environ.items() if not k.startswith("PAPERWORKS_")},
                **self.state.env}
-        if comp.name.endswith(".server"):
-            env["PAPERWORKS_GRPC_PORT"] = str(comp.port)
-            service_name = comp.name.removesuffix(".server")
-            env["PAPERWORKS_METRICS_PORT"] = str(self.state.services[service_name]["metrics_port"])
+        if comp.name == SERVERS and self.state.services:
+            env["PAPERWORKS_METRICS_PORT"] = str(
+                next(iter(self.state.services.values()))["metrics_port"])
         if comp.name == "console":  # the console reaches the services over gRPC, as any client
             env["PAPERWORKS_ENDPOINTS"] = ",".join(f"{n}={a}" for n, a in self.endpoints.items())
         return env
@@ -274,7 +278,9 @@ class EmbeddedStack:
     def start(self, name: str) -> int:
         comp = self.state.components[name]
         ready_file(self.settings, name).unlink(missing_ok=True)
-        device_file(self.settings, name).unlink(missing_ok=True)
+        reports = [f"{s}.server" for s in self.state.services] if name == SERVERS else [name]
+        for component in reports:  # each says where its methods run once a call loaded them
+            device_file(self.settings, component).unlink(missing_ok=True)
         with open(self.settings.state_dir / "logs" / f"{name}.log", "ab") as log:
             proc = subprocess.Popen(
                 comp.argv, env=self._component_env(comp), stdout=log, stderr=subprocess.STDOUT,

@@ -402,8 +402,8 @@ def up(
     service: list[str] = typer.Option([], help="Only these services (default: all)."),
     base_port: int | None = typer.Option(None, help="Fixed ports from here (default: free)."),
 ):
-    """Start every service (a server and a worker pool each), one dispatcher process for all,
-    Kafka and Redis, locally."""
+    """Start every service locally: one process serving their gRPC APIs, a worker pool each, one
+    dispatcher process for all, Kafka, Redis and the web console."""
     _require_server()
     from paperworks.shared.devstack.stack import EmbeddedStack, StackError
     from paperworks.shared.registry import services
@@ -433,6 +433,7 @@ def up(
 def status():
     """Each process of the embedded stack: alive, ready, gRPC health."""
     _require_server()
+    from paperworks.shared.devstack.processes import SERVERS
     from paperworks.shared.devstack.stack import StackError, attach, is_ready, running
 
     try:
@@ -444,10 +445,14 @@ def status():
     for name, comp in stack.state.components.items():
         alive = running(comp)
         ready = alive and is_ready(get_settings(), comp)
-        health = _health(comp.port) if name.endswith(".server") and alive else "-"
-        healthy &= alive and ready and health in ("SERVING", "-")
-        table.add_row(name, str(comp.pid), str(comp.port or "-"), "yes" if alive else "NO",
-                      "yes" if ready else "no", health, _device(name))
+        # the one process serving every service's API: a row per service, each health-checked
+        rows = ([(f"{svc}.server", s["port"]) for svc, s in stack.state.services.items()]
+                if name == SERVERS else [(name, comp.port)])
+        for row, port in rows:
+            health = _health(port) if name == SERVERS and alive else "-"
+            healthy &= alive and ready and health in ("SERVING", "-")
+            table.add_row(row, str(comp.pid), str(port or "-"), "yes" if alive else "NO",
+                          "yes" if ready else "no", health, _device(row))
     console.print(table)
     if not healthy:
         raise typer.Exit(1)
@@ -513,12 +518,33 @@ def down():
 
 
 @app.command()
-def serve(service: str):
-    """Run a service's gRPC server (it hands submitted jobs to Celery itself)."""
+def serve(
+    services: list[str] = typer.Argument(..., metavar="SERVICE..."),
+    ports: str = typer.Option(
+        "", help="NAME=PORT,... : serve several services in this process, each on its port "
+        "(the embedded stack's form); one service alone listens on PAPERWORKS_GRPC_PORT."),
+):
+    """Run services' gRPC servers (each hands its submitted jobs to Celery itself)."""
     _require_server()
     from paperworks.shared.devstack import processes
+    from paperworks.shared.registry import services as known
 
-    processes.serve(get_settings(), service)
+    unknown = [name for name in services if name not in known()]
+    if unknown:
+        _fail(f"unknown service(s): {', '.join(unknown)} (known: {', '.join(known())})")
+    by_name = None
+    if ports:
+        try:
+            by_name = {name: int(port) for name, port in
+                       (item.split("=", 1) for item in ports.split(","))}
+        except ValueError:
+            _fail(f"--ports: expected NAME=PORT,... , got {ports!r}")
+        missing = [name for name in services if name not in by_name]
+        if missing:
+            _fail(f"--ports names no port for {', '.join(missing)}")
+    elif len(services) > 1:
+        _fail("several services in one process need --ports NAME=PORT,...")
+    processes.serve(get_settings(), services, by_name)
 
 
 @app.command()

@@ -401,7 +401,7 @@ def test_an_expired_token_sends_back_to_log_in(browser, url):
 
 def test_a_service_that_is_down_shows_as_down(browser, url, stack):
     log_in(browser, url, TOKENS["alice"])
-    stack.stop("ops.server", sig=signal.SIGKILL)  # last test of the module: the stack goes down next
+    stack.stop("servers", sig=signal.SIGKILL)  # last test of the module: the stack goes down next
     browser.get(url)
     row = find(browser, "table.grid tbody tr")
     assert "down" in row.text and "UNAVAILABLE" in row.text

@@ -16,7 +16,7 @@ from support import chain
 
 def test_a_down_server_answers_unavailable_and_the_retry_succeeds(stack, client, stack_store):
     job = client.submit("ops", "digest", seed=500, steps=2, rounds_per_step=10)
-    stack.stop("ops.server")
+    stack.stop("servers")
     client.close()
     try:
         with pytest.raises(grpc.RpcError) as exc:
@@ -26,8 +26,8 @@ def test_a_down_server_answers_unavailable_and_the_retry_succeeds(stack, client,
             client.submit("ops", "digest", seed=501, steps=1, rounds_per_step=1, timeout=20)
         assert exc.value.code() == grpc.StatusCode.UNAVAILABLE
     finally:
-        stack.start("ops.server")
-        stack.wait_ready("ops.server")
+        stack.start("servers")
+        stack.wait_ready("servers")
     # a client retries UNAVAILABLE: its channel reconnects once the new server listens
     retry_unavailable(lambda: client.get(job.id, timeout=20))
     assert_ended_once(client, stack_store, job.id, chain(500, 2, 10)[-1])

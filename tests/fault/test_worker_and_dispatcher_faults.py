@@ -67,7 +67,7 @@ def test_a_job_no_server_handed_over_is_dispatched_from_its_intake_record(
 def test_a_restarted_server_loses_no_job(stack, client, stack_store):
     jobs = [client.submit("ops", "digest", seed=200 + i, steps=3, rounds_per_step=10)
             for i in range(3)]
-    stack.restart("ops.server")
+    stack.restart("servers")
     client.close()  # reconnect to the new server process
     for i, j in enumerate(jobs):
         assert_ended_once(client, stack_store, j.id, chain(200 + i, 3, 10)[-1])
@@ -88,12 +88,12 @@ def test_sigterm_drains_in_flight_calls(stack, client):
     caller = threading.Thread(target=call)
     caller.start()
     wait_in_flight(stack, "ComputeDigest")
-    server = stack.state.components["ops.server"]
+    server = stack.state.components["servers"]
     psutil.Process(server.pid).send_signal(signal.SIGTERM)
     caller.join(timeout=60)
     assert outcome["reply"].digest == chain(3, 40, 50_000)[-1]
-    stack.start("ops.server")
-    stack.wait_ready("ops.server")
+    stack.start("servers")
+    stack.wait_ready("servers")
     client.close()
 
 

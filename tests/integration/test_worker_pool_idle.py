@@ -9,7 +9,7 @@ import psutil
 import pytest
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.sdk.client import Client
-from support import TOKENS, chain, start_stack
+from support import TOKENS, chain, start_stack, task_processes
 
 IDLE_EXIT_S = 2
 
@@ -21,9 +21,8 @@ def stack(tmp_path_factory):
     s.down()
 
 
-def task_processes(stack) -> list[psutil.Process]:
-    worker = psutil.Process(stack.state.components["ops.worker"].pid)
-    return [c for c in worker.children() if c.cmdline() == worker.cmdline()]
+def pool(stack) -> list[psutil.Process]:
+    return task_processes(stack.state.components["ops.worker"].pid)
 
 
 def run_one(client: Client, seed: int) -> None:
@@ -43,15 +42,15 @@ def wait_for(condition, timeout: float) -> bool:
 
 
 def test_task_processes_come_with_jobs_and_leave_when_idle(stack):
-    assert wait_for(lambda: not task_processes(stack), 5), "an idle pool kept a task process"
+    assert wait_for(lambda: not pool(stack), 5), "an idle pool kept a task process"
     with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as client:
         run_one(client, 1)
-        [first] = task_processes(stack)
+        [first] = pool(stack)
         run_one(client, 2)  # within the idle window: the same process takes it
-        assert task_processes(stack) == [first]
+        assert pool(stack) == [first]
         # Celery's autoscaler checks every IDLE_EXIT_S: gone within two of its rounds
-        assert wait_for(lambda: not task_processes(stack), 3 * IDLE_EXIT_S + 5), \
+        assert wait_for(lambda: not pool(stack), 3 * IDLE_EXIT_S + 5), \
             "the task process outlived its idle window"
         run_one(client, 3)
-        [second] = task_processes(stack)
+        [second] = pool(stack)
         assert second.pid != first.pid
