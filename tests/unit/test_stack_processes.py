@@ -41,3 +41,33 @@ def test_a_state_file_without_start_times_still_stops_its_processes():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_the_plan_serves_every_service_from_one_process_each_on_its_port(tmp_path):
+    from paperworks.shared.config import Settings
+    from paperworks.shared.devstack.processes import SERVERS
+    from paperworks.shared.devstack.stack import EmbeddedStack
+
+    stack = EmbeddedStack(Settings(state_dir=tmp_path), ["ops", "pipeline"], environ={})
+    stack.state = state = stack._plan()
+    ports = {name: s["port"] for name, s in state.services.items()}
+    assert len(set(ports.values())) == 2
+    argv = state.components[SERVERS].argv
+    assert argv[-4:] == ["ops", "pipeline", "--ports", f"ops={ports['ops']},pipeline={ports['pipeline']}"]
+    assert {"ops.worker", "pipeline.worker", "dispatcher"} <= set(state.components)
+    assert not [name for name in state.components if name.endswith(".server")]
+    env = stack._component_env(state.components[SERVERS])
+    assert env["PAPERWORKS_METRICS_PORT"] == str(state.services["ops"]["metrics_port"])
+
+
+def test_serve_names_what_is_wrong_with_its_arguments():
+    from paperworks.shared.sdk.cli import app
+    from typer.testing import CliRunner
+
+    runner = CliRunner()
+    for args, said in ((["serve", "nosuch"], "unknown service(s): nosuch"),
+                       (["serve", "ops", "pipeline"], "need --ports"),
+                       (["serve", "ops", "pipeline", "--ports", "ops=1"], "no port for pipeline"),
+                       (["serve", "ops", "--ports", "ops:1"], "expected NAME=PORT")):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 1 and said in result.output, (args, result.output)
