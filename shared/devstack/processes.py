@@ -114,6 +114,14 @@ def serve(settings: Settings, names: list[str], ports: dict[str, int] | None = N
         return srv, health_servicer, handoff
 
     async def main():
+        # blocking work (transactions, sync RPCs' methods) runs in the loop's default executor:
+        # each service gets the threads its own process would have (made only when needed), so a
+        # slow sync RPC of one service never leaves another's submits waiting for a thread
+        from concurrent.futures import ThreadPoolExecutor
+
+        per_service = min(32, (os.cpu_count() or 1) + 4)  # the executor's own default
+        asyncio.get_running_loop().set_default_executor(
+            ThreadPoolExecutor(max_workers=per_service * len(names), thread_name_prefix="rpc"))
         served = [await one(name) for name in names]
         if settings.metrics_port:
             from prometheus_client import start_http_server
