@@ -47,6 +47,9 @@ COMMON_ENV = {
 }
 
 
+# a worker container owns its GPU and memory whether it runs a job or not: its task process stays
+# up between jobs (no fork, torch import and model load on the first job after an idle spell)
+WORKER_ENV = {"PAPERWORKS_WORKER_IDLE_EXIT_S": "0"}
 # migrations take session-level locks: they talk to PostgreSQL itself, not through the pooler
 DIRECT_DATABASE_URL = "postgresql+psycopg://paperworks:paperworks@postgres:5432/paperworks?connect_timeout=5"
 PGBOUNCER_IMAGE = "edoburu/pgbouncer:v1.23.1-p2"
@@ -196,7 +199,7 @@ def compose() -> dict:
         }
         worker = {"command": ["paperworks", "work", name],
                   "depends_on": {**after_migrate, "redis": {"condition": "service_healthy"}},
-                  **common}
+                  **common, "environment": {**env, **WORKER_ENV}}
         svc[f"{name}-worker"] = {
             "image": IMAGE_CUDA,
             "build": {"context": ".", "dockerfile": "infra/docker/Dockerfile", "target": "cuda"},
@@ -310,7 +313,8 @@ def k8s(name: str) -> list[dict]:
         "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}},
     }
     worker_extra = {"resources": {"requests": {"cpu": "2", "memory": "8Gi"},
-                                  "limits": {"nvidia.com/gpu": 1}}}
+                                  "limits": {"nvidia.com/gpu": 1}},
+                    "env": [{"name": k, "value": v} for k, v in WORKER_ENV.items()]}
     return [
         deployment("server", IMAGE_CPU, ["paperworks", "serve", name], server_extra),
         {"apiVersion": "v1", "kind": "Service",

@@ -73,6 +73,19 @@ def test_every_service_has_server_dispatcher_and_workers():
         assert kinds.count("Deployment") == 3 and kinds.count("HorizontalPodAutoscaler") == 2
 
 
+def test_worker_containers_keep_their_task_process_between_jobs():
+    """The embedded stack lets an idle pool's task process go (memory on a shared machine); a
+    container owns its GPU either way, so its workers keep theirs (no cold start per idle spell)."""
+    compose = compose_services()
+    for name in host_ports():
+        for role in ("worker", "worker-cpu"):
+            assert compose[f"{name}-{role}"]["environment"]["PAPERWORKS_WORKER_IDLE_EXIT_S"] == "0"
+        [worker] = [d for d in generated(compose, name)
+                    if d["kind"] == "Deployment" and d["metadata"]["name"] == f"{name}-worker"]
+        [container] = worker["spec"]["template"]["spec"]["containers"]
+        assert {"name": "PAPERWORKS_WORKER_IDLE_EXIT_S", "value": "0"} in container["env"]
+
+
 def test_every_setting_set_is_one_the_code_reads():
     fields = {f"PAPERWORKS_{n.upper()}" for n in Settings.model_fields}
     assert set(COMMON_ENV) | {"PAPERWORKS_AUTH_TOKENS"} <= fields
