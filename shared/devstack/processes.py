@@ -2,8 +2,9 @@
 
 Each is started by `paperworks serve|dispatch|work SERVICE` (the containers'
 commands, and what `paperworks up` launches; there one `serve` process and one
-`dispatch` process serve every service, a worker pool each). Each writes a readiness file under the state dir once it can
-take work, for `paperworks status` and tests.
+`dispatch` process serve every service, with a worker pool each). Each writes a
+readiness file under the state dir once it can take work, for `paperworks status`
+and tests.
 """
 from __future__ import annotations
 
