@@ -246,6 +246,7 @@ class OutboxRelay:
                 if self._wake.is_set() or self._maybe_new_rows() or retry:
                     self._wake.clear()  # a notify after this finds its row in the query below
                     sent = self.relay_once()
+                    self.db.maybe_checkpoint()  # here, not inside a submit's or claim's commit
                 retry = False
                 backoff = self.settings.relay_interval_s
             except Exception as exc:  # noqa: BLE001 - broker or database down: retry, never die

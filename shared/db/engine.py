@@ -36,6 +36,7 @@ import contextlib
 import fcntl
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
@@ -44,6 +45,13 @@ from sqlalchemy import Connection, Engine, Row, create_engine, event, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 SQLITE_BUSY_TIMEOUT_MS = 60_000
+# SQLite checkpoints its WAL inside the commit that grows it past this many pages: that commit
+# (a submit, a claim: whoever comes) then copies pages into the database for 5-10 ms while the
+# writer gate waits behind it; at SQLite's default (1,000) every ~150th submit paid. The relay
+# checkpoints in the background instead (`Database.maybe_checkpoint`, at most once a second
+# while anything commits), so the commit-time one is a backstop for a stack whose relay is down.
+SQLITE_AUTOCHECKPOINT_PAGES = 10_000
+CHECKPOINT_INTERVAL_S = 1.0
 READ_ONLY = "paperworks_read_only"
 ONE_STATEMENT = "paperworks_one_statement"
 # Dead peers are noticed within about a minute; the relay holds its outbox rows for at most
@@ -67,6 +75,7 @@ def _configure_sqlite(engine: Engine) -> None:
         cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute(f"PRAGMA wal_autocheckpoint={SQLITE_AUTOCHECKPOINT_PAGES}")
         cur.close()
 
     @event.listens_for(engine, "begin")
@@ -108,6 +117,8 @@ class Database:
         self.url = url
         self.engine = engine_for(url)
         database = self.engine.url.database if self.engine.dialect.name == "sqlite" else None
+        self._checkpoint_lock = threading.Lock()
+        self._next_checkpoint = 0.0
         self._gate = (WriterGate(f"{database}-writer.lock") if database and database != ":memory:"
                       else contextlib.nullcontext)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
@@ -130,9 +141,20 @@ class Database:
     def checkpoint(self) -> None:
         """Moves SQLite's write-ahead log into the database in the background (PASSIVE: waits
         for no reader or writer), so that commits rarely pay for an automatic checkpoint."""
-        if self.engine.dialect.name == "sqlite":
-            with self.engine.connect() as conn:
+        if self.engine.dialect.name == "sqlite":  # never inside a transaction: SQLite refuses
+            with self.engine.connect().execution_options(**{ONE_STATEMENT: True}) as conn:
                 conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+
+    def maybe_checkpoint(self, interval_s: float = CHECKPOINT_INTERVAL_S) -> bool:
+        """`checkpoint`, unless one ran in this process less than `interval_s` ago (the relay
+        threads of every service ask after each batch they publish); whether it ran."""
+        now = time.monotonic()
+        with self._checkpoint_lock:
+            if now < self._next_checkpoint:
+                return False
+            self._next_checkpoint = now + interval_s
+        self.checkpoint()
+        return True
 
     def commit_probe(self) -> CommitProbe | None:
         """A cheap "did anyone commit?" check, where the database has one (SQLite)."""

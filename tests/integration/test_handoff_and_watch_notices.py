@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -127,3 +128,23 @@ def test_without_redis_the_hub_is_not_live_and_publishing_does_not_raise():
         hub.stop()
 
     asyncio.run(scenario())
+
+
+def test_the_relays_sweep_announces_a_job_nobody_handed_again_on_sqlite(settings, tmp_path):
+    """The sweep (uploads, retention, the WAL checkpoint, then stranded jobs) runs to its end on
+    SQLite: its checkpoint once raised inside a transaction, and nothing after it ran."""
+    from paperworks.shared.bus.relay import OutboxRelay
+    from paperworks.shared.db.engine import Database
+    from paperworks.shared.db.jobs import JobStore
+    from paperworks.shared.db.migrate import upgrade
+
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    upgrade(url)
+    db = Database(url)
+    lost, _ = JobStore(db).submit("t1", "ops", "digest", {"seed": 1, "steps": 1, "rounds_per_step": 1})
+    relay = OutboxRelay(settings.model_copy(update={"database_url": url, "requeue_after_s": 0.1,
+                                                    "job_lease_s": 1}), db, "ops")
+    deadline = time.monotonic() + 10
+    while not (requeued := relay.sweep()) and time.monotonic() < deadline:
+        time.sleep(0.1)  # QUEUED for longer than requeue_after_s, and no hand-off key covers it
+    assert requeued == [lost.id]
