@@ -31,7 +31,7 @@ demo: $(STAMP)
 	$(KEEP_HEAP) $(RUN_MODULE) paperworks.shared.devstack.demo
 
 test: $(STAMP)
-	$(KEEP_HEAP) $(RUN_MODULE) pytest -q --durations=25 -n 2 --dist loadfile
+	$(KEEP_HEAP) $(RUN_MODULE) pytest -q --durations=25 -n 2 --dist loadfile --no-loadscope-reorder
 
 proto: $(STAMP)
 	$(RUN_MODULE) paperworks.shared.devstack.protogen

@@ -117,3 +117,19 @@ def s3_endpoint():
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+
+
+# The longest files first. `make test` runs the files on two xdist workers as a queue
+# (`--dist loadfile --no-loadscope-reorder`); xdist's own order puts the files with the most tests
+# first, which leaves the reproductions (a few tests each, minutes of training in their fixtures)
+# and the end-to-end files for last, where one worker trains alone while the other idles.
+LONGEST_FIRST = ("tests/reproduction/", "tests/e2e/", "tests/integration/", "tests/fault/")
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item) -> int:
+        path = Path(str(item.fspath)).resolve().as_posix()
+        return next((i for i, part in enumerate(LONGEST_FIRST) if f"/{part}" in path),
+                    len(LONGEST_FIRST))
+
+    items.sort(key=rank)  # stable: a file's tests keep their order
