@@ -124,18 +124,19 @@ def kernel_speed() -> dict:
     return {"read_GBps": gbps, "l2_bytes": l2, "rows": rows}
 
 
-def service_jobs(devices: list[str]) -> dict:
-    """Each service's smallest job (jobs.JOBS) on a stack whose workers run on each device."""
+def service_jobs(devices: list[str], names: list[str]) -> dict:
+    """The named services' smallest jobs (jobs.JOBS) on a stack whose workers run on each device."""
     from paperworks.shared.sdk.client import Client
     from support import TOKENS, start_stack
 
     out = {}
     for device in devices:
         with tempfile.TemporaryDirectory(prefix=f"gpu-check-{device.replace(':', '')}-") as tmp:
-            stack = start_stack(Path(tmp), services=tuple(jobs.JOBS), PAPERWORKS_DEVICE=device)
+            stack = start_stack(Path(tmp), services=tuple(names), PAPERWORKS_DEVICE=device)
             try:
                 with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as client:
-                    for service, (kind, prepare) in jobs.JOBS.items():
+                    for service in names:
+                        kind, prepare = jobs.JOBS[service]
                         params = prepare(client, Path(tmp) / f"inputs-{service}")
                         start = time.perf_counter()
                         job = client.wait(client.submit(service, kind, **params).id, timeout=240)
@@ -188,7 +189,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cpu", action="store_true", help="run the service jobs on cpu only (no GPU)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where gpu_check.json/.md go")
+    parser.add_argument("--services", default="", help="only these services' jobs (comma-separated; "
+                        "default: every one in tests/gpu/jobs.py)")
     args = parser.parse_args()
+    only = [name for name in args.services.split(",") if name]
+    unknown = sorted(set(only) - set(jobs.JOBS))
+    if unknown:
+        parser.error(f"--services: no gpu-check job for {', '.join(unknown)} (known: {', '.join(jobs.JOBS)})")
     import torch
 
     if not args.cpu and not torch.cuda.is_available():
@@ -201,7 +208,7 @@ def main() -> int:
         report["kernel_parity"] = kernel_parity()
         report["kernel_speed"] = kernel_speed()
     report["devices"] = ["cpu"] if args.cpu else ["cuda:0", "cpu"]
-    report["services"] = service_jobs(report["devices"])
+    report["services"] = service_jobs(report["devices"], only or list(jobs.JOBS))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "gpu_check.json").write_text(json.dumps(report, indent=2) + "\n")
     (args.out / "gpu_check.md").write_text(markdown(report))
