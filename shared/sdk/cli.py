@@ -37,6 +37,16 @@ def _fail(message: str, code: int = 1):
     raise typer.Exit(code)
 
 
+def _known_services(names: list[str]) -> list[str]:
+    """`names`, or a one-line error naming those no service is registered under."""
+    from paperworks.shared.registry import services
+
+    unknown = sorted(set(names) - set(services()))
+    if unknown:
+        _fail(f"unknown service(s): {', '.join(unknown)} (known: {', '.join(services())})")
+    return names
+
+
 def _require_server() -> None:
     """The stack and process verbs run the platform itself: they need the server extra."""
     try:
@@ -408,10 +418,7 @@ def up(
     from paperworks.shared.devstack.stack import EmbeddedStack, StackError
     from paperworks.shared.registry import services
 
-    names = service or list(services())
-    unknown = sorted(set(names) - set(services()))
-    if unknown:
-        _fail(f"unknown service(s): {', '.join(unknown)} (known: {', '.join(services())})")
+    names = _known_services(service or list(services()))
     try:
         stack = EmbeddedStack(get_settings(), names, base_port)
         with console.status("starting the embedded stack"):
@@ -527,11 +534,8 @@ def serve(
     """Run services' gRPC servers (each hands its submitted jobs to Celery itself)."""
     _require_server()
     from paperworks.shared.devstack import processes
-    from paperworks.shared.registry import services as known
 
-    unknown = [name for name in services if name not in known()]
-    if unknown:
-        _fail(f"unknown service(s): {', '.join(unknown)} (known: {', '.join(known())})")
+    _known_services(services)
     by_name = None
     if ports:
         try:
@@ -553,11 +557,8 @@ def dispatch(services: list[str] = typer.Argument(..., metavar="SERVICE...")):
     their outbox relays (database → Kafka), one process for all the services named."""
     _require_server()
     from paperworks.shared.devstack import processes
-    from paperworks.shared.registry import services as known
 
-    unknown = [name for name in services if name not in known()]
-    if unknown:
-        _fail(f"unknown service(s): {', '.join(unknown)} (known: {', '.join(known())})")
+    _known_services(services)
     processes.dispatch(get_settings(), services)
 
 
