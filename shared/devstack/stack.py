@@ -312,17 +312,27 @@ class EmbeddedStack:
         self._wait_ready([name], timeout)
 
     def stop(self, name: str, sig: int = signal.SIGTERM, timeout: float = 15.0) -> None:
-        comp = self.state.components[name]
-        _signal_group(comp, sig)
+        self.stop_all([name], sig, timeout)
+
+    def stop_all(self, names: list[str], sig: int = signal.SIGTERM, timeout: float = 15.0) -> None:
+        """Signals every named component at once, waits for them together (each winds down in
+        parallel), then kills what is still running at the deadline."""
+        comps = {name: self.state.components[name] for name in names}
+        for comp in comps.values():
+            _signal_group(comp, sig)
         deadline = time.monotonic() + timeout
-        while running(comp) and time.monotonic() < deadline:
-            if name in self._procs:
-                self._procs[name].poll()
+        while time.monotonic() < deadline:
+            for name in comps:
+                if name in self._procs:
+                    self._procs[name].poll()
+            if not any(running(comp) for comp in comps.values()):
+                break
             time.sleep(0.05)
-        if running(comp):
-            _signal_group(comp, signal.SIGKILL)
-        if name in self._procs:
-            self._procs[name].wait(timeout=5)
+        for name, comp in comps.items():
+            if running(comp):
+                _signal_group(comp, signal.SIGKILL)
+            if name in self._procs:
+                self._procs[name].wait(timeout=5)
 
     def restart(self, name: str) -> None:
         self.stop(name)
@@ -333,11 +343,10 @@ class EmbeddedStack:
     def down(self) -> None:
         if self.state is None:
             return
-        order = [n for n in self.state.components if n not in ("kafka", "redis")]
-        order += [n for n in ("kafka", "redis") if n in self.state.components]
-        for name in order:
-            if running(self.state.components[name]):
-                self.stop(name)
+        infra = [n for n in ("kafka", "redis") if n in self.state.components]
+        # the services first, all at once (each drains in parallel), then what they talk through
+        for names in ([n for n in self.state.components if n not in infra], infra):
+            self.stop_all([n for n in names if running(self.state.components[n])])
         self.settings.stack_file.unlink(missing_ok=True)
 
     def save(self) -> None:
