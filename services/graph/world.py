@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 import torch
+from paperworks.shared.threads import TRANSFORMERS_LOCK
 
 COLORS = tuple(f"c{i}" for i in range(4))
 ROLES = ("core", "fringe")
@@ -227,7 +228,8 @@ def pretrain_lm(
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        lm = LlamaForCausalLM(tiny_lm_config(hidden, layers)).to(device)
+        with TRANSFORMERS_LOCK:
+            lm = LlamaForCausalLM(tiny_lm_config(hidden, layers)).to(device)
     rng = np.random.default_rng(seed)
     pool = family_set("sbm", seed + 7, 64)
     tok = WordTokenizer()

@@ -24,6 +24,7 @@ import warnings
 from dataclasses import dataclass
 
 import torch
+from paperworks.shared.threads import TRANSFORMERS_LOCK
 
 # dense model_type -> (MoE model_type, the MoE config's fields that make it an exact upcycle);
 # "{E}", "{K}", "{I}" are the experts, top-k and the dense intermediate size
@@ -119,7 +120,7 @@ def upcycle_causal_lm(
     config = moe_config(dense.config, experts, top_k)
     dtype = next(dense.parameters()).dtype
     gen = torch.Generator().manual_seed(seed)
-    with torch.device("cpu"), warnings.catch_warnings():
+    with TRANSFORMERS_LOCK, torch.device("cpu"), warnings.catch_warnings():
         warnings.filterwarnings("ignore", "Initializing zero-element tensors")  # qwen2_moe's shared expert
         moe = AutoModelForCausalLM.from_config(config, dtype=dtype)
     state = {k: v for k, v in dense.state_dict().items() if ".mlp." not in k}

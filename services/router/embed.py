@@ -17,6 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 import torch
+from paperworks.shared.threads import TRANSFORMERS_LOCK
 
 MAX_TOKENS = 256  # the model's sentence_bert_config max_seq_length
 DIM = 384
@@ -32,7 +33,8 @@ class MiniLMEmbedder:
         path = str(get_model_path())
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         self.device = torch.device(device)
-        self.model = AutoModel.from_pretrained(path).to(self.device).eval()
+        with TRANSFORMERS_LOCK:
+            self.model = AutoModel.from_pretrained(path).to(self.device).eval()
         self._lock = threading.Lock()  # tokenizers and one module shared across server threads
 
     def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:

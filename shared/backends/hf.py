@@ -23,6 +23,7 @@ from paperworks.shared.backends.errors import InvalidModel, InvalidRequest
 from paperworks.shared.backends.ref import ModelRef
 from paperworks.shared.backends.tiny_model import MODEL_TYPE as TINY_MODEL_TYPE
 from paperworks.shared.backends.torch_lm import TorchCausalLM
+from paperworks.shared.threads import TRANSFORMERS_LOCK
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
@@ -36,8 +37,10 @@ def load_pretrained(cls, folder: str | Path, dtype: torch.dtype = torch.float32,
     """`cls.from_pretrained(folder)` as every loader here calls it: local files only, safetensors
     only (a pickle is never unpickled), no remote code; returns (model, loading info) so the caller
     can refuse weights that do not match the config."""
-    return cls.from_pretrained(str(folder), local_files_only=True, use_safetensors=True,
-                               trust_remote_code=False, dtype=dtype, output_loading_info=True, **kwargs)
+    with TRANSFORMERS_LOCK:  # one load at a time in a process (paperworks.shared.threads)
+        return cls.from_pretrained(str(folder), local_files_only=True, use_safetensors=True,
+                                   trust_remote_code=False, dtype=dtype, output_loading_info=True,
+                                   **kwargs)
 
 
 def check_model_dir(path: str | Path) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 from paperworks.services.clip import world
+from paperworks.shared.threads import TRANSFORMERS_LOCK
 from torch import nn
 from torch.nn import functional as F
 from transformers import CLIPConfig, CLIPModel
@@ -168,7 +169,8 @@ def build_tiny(seed: int, device: str = "cpu", **config) -> ClipEncoder:
     """A randomly initialised tiny CLIP over the world's vocabulary (pretrained=None)."""
     tok = WordTokenizer()
     torch.manual_seed(seed)
-    model = CLIPModel(tiny_config(tok.vocab_size, **config))
+    with TRANSFORMERS_LOCK:
+        model = CLIPModel(tiny_config(tok.vocab_size, **config))
     return ClipEncoder(model, tok, TINY_MEAN, TINY_STD).to(device).eval()
 
 
@@ -182,7 +184,8 @@ def load_hf_folder(path: str | Path, device: str = "cpu") -> ClipEncoder:
         raise ValueError("the folder has no config.json")
     if not any(path.glob("*.safetensors")):
         raise ValueError("the folder has no .safetensors weights (pickled weights are not loaded)")
-    model = CLIPModel.from_pretrained(path, use_safetensors=True, local_files_only=True)
+    with TRANSFORMERS_LOCK:
+        model = CLIPModel.from_pretrained(path, use_safetensors=True, local_files_only=True)
     tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
     mean, std = OPENAI_MEAN, OPENAI_STD
     pre = path / "preprocessor_config.json"

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from paperworks.services.clip import world
 from paperworks.services.clip.tinyclip.model import ClipEncoder, WordTokenizer, build_tiny, tiny_config
+from paperworks.shared.threads import TRANSFORMERS_LOCK
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 from torch.nn import functional as F
@@ -130,7 +131,8 @@ def from_bytes(data: bytes, device: str = "cpu") -> tuple[ClipEncoder, dict]:
     config = CLIPConfig.from_dict(json.loads(meta["config"]))
     tok = WordTokenizer(tuple(json.loads(meta["vocab"])))
     enc = build_tiny(0)
-    enc.model = CLIPModel(config)
+    with TRANSFORMERS_LOCK:
+        enc.model = CLIPModel(config)
     enc.tokenizer = tok
     missing, unexpected = enc.model.load_state_dict(st_load(data), strict=False)
     if [m for m in missing if "position_ids" not in m] or unexpected:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from paperworks.shared.threads import TRANSFORMERS_LOCK
 from torch import nn
 
 LLM_TYPES = ("llama", "qwen2")
@@ -102,7 +103,7 @@ def _load(auto, folder: str, weights: bool):
     config = AutoConfig.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
     config._attn_implementation = "sdpa"
     if not weights:  # shapes only (the analytic cost model): on the meta device, nothing allocated
-        with torch.device("meta"):
+        with TRANSFORMERS_LOCK, torch.device("meta"):
             return auto.from_config(config, trust_remote_code=False)
     from paperworks.shared.backends.hf import load_pretrained
 
