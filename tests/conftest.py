@@ -16,6 +16,14 @@ import sys
 import uuid
 from pathlib import Path
 
+# One intra-op thread in every test process and every process a test starts (stacks, `paperworks
+# up`, subprocesses): the suite runs two pytest workers on two cores, each starting stacks whose
+# workers train small models; with torch's default of a thread per core, OpenMP's spinning threads
+# fight over the cores (measured on a 2-core machine: the README examples 10.4 -> 4.9 worker-min,
+# the whole suite 26.7 -> 20.7 min). The numbers the tests assert then also stop depending on the
+# machine's core count.
+os.environ["OMP_NUM_THREADS"] = "1"
+
 import torch
 
 if not torch.cuda.is_available():
@@ -31,6 +39,8 @@ from paperworks.shared.db.engine import Database
 from paperworks.shared.db.jobs import JobStore
 from paperworks.shared.db.migrate import upgrade
 from support import TOKENS, require_system, start_stack
+
+torch.set_num_threads(1)  # OMP_NUM_THREADS above, for a torch a plugin imported before this file
 
 # `python -m pytest` from the checkout puts it first on sys.path, where its kernels/ folder shadows
 # the `kernels` package transformers imports (paperworks' own is `paperworks.kernels`); the

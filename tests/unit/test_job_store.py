@@ -36,13 +36,36 @@ class RecordingProducer:
         return None
 
 
-def relay_events(store, tmp_path, service="ops") -> list[tuple[str, str, dict]]:
-    """The event records the service's relay publishes now (its cursor then moves past them)."""
+def older_transactions_ended(store, timeout_s: float = 30.0) -> None:
+    """Waits until every transaction that began before now has ended, anywhere on the server.
+
+    The PostgreSQL relay publishes only events whose transaction is older than the oldest one
+    still running in the whole cluster (its snapshot's xmin), so a transaction of another test's
+    database (the other pytest worker's stacks share the server) would otherwise hold them back.
+    """
+    from sqlalchemy import text
+
+    with store.db.engine.connect() as conn:
+        now = int(conn.execute(text("SELECT pg_current_xact_id()::text::bigint")).scalar())
+        conn.commit()
+        deadline = time.monotonic() + timeout_s
+        while int(conn.execute(text(
+                "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")).scalar()) <= now:
+            conn.rollback()
+            assert time.monotonic() < deadline, "a transaction older than the test's stayed open"
+            time.sleep(0.05)
+
+
+def relay_events(store, tmp_path, service="ops", settle=True) -> list[tuple[str, str, dict]]:
+    """The event records the service's relay publishes now (its cursor then moves past them);
+    on PostgreSQL once every older transaction has ended (`settle=False`: right away)."""
     from paperworks.shared.bus.relay import OutboxRelay
     from paperworks.shared.config import Settings
 
     relay = OutboxRelay(Settings(state_dir=tmp_path), store.db, service)
     relay._producer = producer = RecordingProducer()
+    if settle and store.db.engine.dialect.name == "postgresql":
+        older_transactions_ended(store)
     while relay._relay_events():
         pass
     return producer.sent
@@ -337,7 +360,8 @@ def test_on_postgres_an_event_committed_late_behind_a_later_id_is_not_skipped(pg
     tx = held.begin()
     store._insert_event(held, slow.id, 3, ("ops", "digest", "t1"), "PROGRESS", "RUNNING", {"step": 7})
     store.report_progress(fast.id, run_fast.token, {"step": 1})  # a later id, committed first
-    assert relay_events(store, tmp_path) == []  # held back while the earlier writer is open
+    assert relay_events(store, tmp_path, settle=False) == []  # held back while the earlier writer
+    # is open
     tx.commit()
     held.close()
     late = relay_events(store, tmp_path)
