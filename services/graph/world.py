@@ -229,7 +229,8 @@ def pretrain_lm(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         with TRANSFORMERS_LOCK:
-            lm = LlamaForCausalLM(tiny_lm_config(hidden, layers)).to(device)
+            lm = LlamaForCausalLM(tiny_lm_config(hidden, layers))
+        lm.to(device)
     rng = np.random.default_rng(seed)
     pool = family_set("sbm", seed + 7, 64)
     tok = WordTokenizer()

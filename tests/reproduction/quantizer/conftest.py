@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 
 import pytest
-import torch
 from reproduction.quantizer import experiments
 
 SEED = int(os.environ.get("QUANTIZER_REPRO_SEED", "0"))
@@ -20,7 +19,6 @@ def setup():
 
 @pytest.fixture(scope="session")
 def teacher(setup):
-    torch.set_num_threads(1)  # tiny models run faster on one thread of a shared CPU
     return experiments.train_teacher(setup)
 
 

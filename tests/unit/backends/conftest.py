@@ -20,7 +20,6 @@ from paperworks.shared.backends.tiny import TinyBackend
 from paperworks.shared.backends.tiny_data import generate_tasks
 from paperworks.shared.backends.tiny_model import TinyConfig, save_tiny
 from paperworks.shared.backends.tiny_train import train_tiny_lm
-from paperworks.shared.threads import single_thread
 from unit.backends.hf_models import save_gpt2, save_llama
 
 SMALL = TinyConfig(dim=64, n_layers=2, n_heads=4, mlp_hidden=176, max_seq_len=64)
@@ -46,12 +45,6 @@ fake_openai = _load_fake_openai()
 
 
 
-@pytest.fixture(autouse=True)
-def _single_thread():
-    with single_thread():
-        yield
-
-
 @pytest.fixture
 def openai_server():
     server = fake_openai.FakeOpenAIServer().start()
@@ -63,8 +56,7 @@ def openai_server():
 def tiny_trained():
     """A small decoder trained briefly on one-digit additions (a few seconds on 2 cores)."""
     tasks = generate_tasks(3000, seed=0, kinds=("add",), max_digits=1)
-    with single_thread():
-        return train_tiny_lm([t.text for t in tasks], SMALL, steps=150, seed=0, batch_size=16)
+    return train_tiny_lm([t.text for t in tasks], SMALL, steps=150, seed=0, batch_size=16)
 
 
 @pytest.fixture(scope="session")

@@ -22,15 +22,6 @@ from torch.nn import functional as F
 D = 8
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small tensors: one intra-op thread (two on a shared 2-core machine only oversubscribe)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _adapter(**kw) -> VACSRAdapter:
     torch.manual_seed(0)
     return VACSRAdapter(VACSRConfig(feature_dim=D, hidden=16, latent=4, **({"residual_ratio": 0.0} | kw)))

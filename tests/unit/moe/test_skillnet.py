@@ -11,14 +11,6 @@ from paperworks.services.moe.skillnet import hierarchy, sim
 from paperworks.services.moe.skillnet.policy import MoEFFN, PolicyConfig, build
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def test_motion_code_distance_follows_the_released_rule():
     w = hierarchy.MOTION_CODE_WEIGHTS
     assert hierarchy.motion_code_distance("200200", "200200") == 0.0

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 
 def load_sibling(module: str, path: Path):
@@ -22,14 +21,6 @@ def load_sibling(module: str, path: Path):
 
 
 scripted_openai = load_sibling("scripted_openai", Path(__file__).with_name("scripted_openai.py"))
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -11,16 +11,6 @@ import torch
 from paperworks.services.vlm.spatiolm import losses, qa, train, world
 from paperworks.services.vlm.spatiolm.model import DPTHead, SpatialConfig, SpatialVLM, SpatioBranch
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny matrices: one thread is faster than two (and far faster on a shared CPU)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 CFG = SpatialConfig(d_model=16, heads=2, vision_layers=2, lm_layers=3, frames=2)
 
 
