@@ -9,6 +9,7 @@ and tests.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -45,9 +46,10 @@ def publish_device(settings: Settings, component: str, ops, on_report=None,
                    separate_process: bool = False) -> None:
     """In the background (a first kernel build takes a while): writes where this process runs
     methods and which kernel backend each op uses, or why none can, for `paperworks status`.
-    `separate_process`: a short-lived child works it out (a Celery worker's parent then never
-    imports torch, and its task processes, forked from it, import it with their first job;
-    the kernels it built stay in the on-disk cache for them)."""
+    `separate_process`: a short-lived child works it out, and `on_report` hears what it wrote (a
+    server then imports torch only for a method that needs it, a Celery worker's parent never,
+    and its task processes, forked from it, with their first job; the kernels the child built
+    stay in the on-disk cache for them)."""
     import threading
 
     def run():
@@ -59,6 +61,11 @@ def publish_device(settings: Settings, component: str, ops, on_report=None,
                     "write_device_report as w; w(sys.argv[1], json.loads(sys.argv[2]))")
             subprocess.run([sys.executable, "-c", code, component, json.dumps(list(ops))],
                            check=False)
+            if on_report is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    report = json.loads(device_file(settings, component).read_text())
+                    if "error" not in report:
+                        on_report(report)
         else:
             write_device_report(component, ops, on_report, settings)
 
@@ -103,7 +110,8 @@ def serve(settings: Settings, names: list[str], ports: dict[str, int] | None = N
 
         def servicer_built():  # where its methods run, once the first call loaded them
             publish_device(settings, f"{name}.server", spec.kernel_ops,
-                           on_report=lambda report: publish_kernels(spec.name, report))
+                           on_report=lambda report: publish_kernels(spec.name, report),
+                           separate_process=True)  # torch loads here only if a method needs it
 
         srv, port, rt, health_servicer = await server.build_server(
             settings, spec, port=None if ports is None else ports[name],

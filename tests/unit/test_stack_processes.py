@@ -2,10 +2,14 @@
 has since given to another process is left alone (its start time differs)."""
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
+import threading
 
+from paperworks.shared.config import Settings
+from paperworks.shared.devstack.processes import device_file, publish_device
 from paperworks.shared.devstack.stack import Component, _signal_group, running, start_ticks
 
 
@@ -44,7 +48,6 @@ def test_a_state_file_without_start_times_still_stops_its_processes():
 
 
 def test_the_plan_serves_every_service_from_one_process_each_on_its_port(tmp_path):
-    from paperworks.shared.config import Settings
     from paperworks.shared.devstack.processes import SERVERS
     from paperworks.shared.devstack.stack import EmbeddedStack
 
@@ -71,3 +74,17 @@ def test_serve_names_what_is_wrong_with_its_arguments():
                        (["serve", "ops", "--ports", "ops:1"], "expected NAME=PORT")):
         result = runner.invoke(app, args)
         assert result.exit_code == 1 and said in result.output, (args, result.output)
+
+
+def test_a_device_report_worked_out_in_a_child_reaches_the_callback(tmp_path, monkeypatch):
+    """What servers do (`paperworks status` and /metrics hear the child's report; the server
+    itself never imports torch for it)."""
+    monkeypatch.setenv("PAPERWORKS_STATE_DIR", str(tmp_path))  # the child's settings
+    settings = Settings(state_dir=tmp_path)
+    heard: list[dict] = []
+    done = threading.Event()
+    publish_device(settings, "ops.server", [], on_report=lambda r: (heard.append(r), done.set()),
+                   separate_process=True)
+    assert done.wait(120), "the report never reached the callback"
+    assert heard == [json.loads(device_file(settings, "ops.server").read_text())]
+    assert heard[0]["device"] in ("cpu", "cuda:0")
