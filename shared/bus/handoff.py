@@ -109,13 +109,12 @@ class Handoff:
 
 
 class SubmitHandoff:
-    """The server's side: `hand(job_id)` right after a submit committed, in the thread that
-    committed it. A lone submit is handed there and then, before the reply (the event loop is
-    not yet busy with the caller's next call, so the job reaches Celery sooner than from a
-    thread that competes with it for the GIL); while another hand-off is under way, the job
-    goes to one background thread, which hands whatever queued up in one batch (one Redis
-    pipeline for the keys, one for the tasks) and marks the inline hand-offs' jobs sent.
-    A failure here loses nothing: the dispatcher hands over what the server did not."""
+    """The server's side: `hand(job_id)` right after a submit committed, from a thread of the
+    server's executor while the reply goes out. A lone submit is handed there and then (one
+    thread hop fewer than through a queue); while another hand-off is under way, the job goes
+    to one background thread, which hands whatever queued up in one batch (one Redis pipeline
+    for the keys, one for the tasks) and marks the inline hand-offs' jobs sent. A failure here
+    loses nothing: the dispatcher hands over what the server did not."""
 
     def __init__(self, settings: Settings, service: str):
         self._handoff = Handoff(settings, service)
