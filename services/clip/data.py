@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from paperworks.services.clip import tinyclip, world
 from paperworks.services.clip.spec import ModelSourceParams, TestImagesParams
+from paperworks.shared.checkpoints import safetensors_metadata
 from paperworks.shared.errors import InvalidArgument
 from paperworks.shared.inputs import InputRefParams, archive_root, resolve_input
 from safetensors.torch import load as st_load
@@ -140,7 +141,7 @@ def adapter_to_bytes(meta: dict, state: dict[str, torch.Tensor], info: dict) -> 
 def adapter_from_bytes(raw: bytes, field: str):
     """(meta, state, info) of a train_adapter job's adapter.safetensors."""
     try:
-        meta = tinyclip.train.metadata(raw)
+        meta = safetensors_metadata(raw)
         return json.loads(meta["meta"]), st_load(raw), json.loads(meta.get("info", "{}"))
     except (ValueError, KeyError, json.JSONDecodeError) as exc:
         raise InvalidArgument(field, f"adapter.safetensors is unreadable: {exc}") from None

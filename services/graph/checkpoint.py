@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 from paperworks.services.graph import runs
 from paperworks.services.graph.gara import GaRAModel
+from paperworks.shared.checkpoints import safetensors_metadata
 from paperworks.shared.errors import InvalidArgument
 from paperworks.shared.threads import TRANSFORMERS_LOCK
 from safetensors.torch import load as st_load
@@ -22,13 +23,6 @@ GENERATOR = "generator.safetensors"
 BASE_LM = "base_lm.safetensors"
 
 
-def _metadata(data: bytes) -> dict[str, str]:
-    size = int.from_bytes(data[:8], "little")
-    if size <= 0 or size > len(data) - 8:
-        raise ValueError("not a safetensors file")
-    return json.loads(data[8 : 8 + size]).get("__metadata__", {}) or {}
-
-
 def lm_to_bytes(lm) -> bytes:
     tensors = {k: v.detach().float().cpu().contiguous() for k, v in lm.state_dict().items()}
     return st_save(tensors, metadata={"format": LM_FORMAT, "config": lm.config.to_json_string()})
@@ -38,7 +32,7 @@ def lm_from_bytes(data: bytes, device: str, field: str):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     try:
-        meta = _metadata(data)
+        meta = safetensors_metadata(data)
         if meta.get("format") != LM_FORMAT:
             raise ValueError("not the graph service's tiny LM")
         with TRANSFORMERS_LOCK:
@@ -93,7 +87,7 @@ def generator_to_bytes(model: GaRAModel, settings: dict) -> bytes:
 
 def generator_settings(data: bytes, field: str) -> dict:
     try:
-        meta = _metadata(data)
+        meta = safetensors_metadata(data)
         if meta.get("format") != FORMAT:
             raise ValueError("not a GaRA generator")
         return json.loads(meta["settings"])
@@ -111,4 +105,3 @@ def generator_from_bytes(data: bytes, lm, device: str, field: str) -> GaRAModel:
     except (KeyError, RuntimeError) as exc:
         raise InvalidArgument(field, f"generator does not fit its base LM: {exc}") from None
     return model.eval()
-

@@ -8,6 +8,7 @@ import json
 
 import torch
 from paperworks.services.moe.dpsl.model import ModelConfig, TokenClassifier
+from paperworks.shared.checkpoints import safetensors_metadata
 from paperworks.shared.errors import InvalidArgument
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
@@ -25,19 +26,12 @@ def to_bytes(model: TokenClassifier, info: dict) -> bytes:
     )
 
 
-def _metadata(data: bytes) -> dict[str, str]:
-    size = int.from_bytes(data[:8], "little")
-    if size > len(data) - 8:
-        raise ValueError("truncated header")
-    return json.loads(data[8 : 8 + size]).get("__metadata__", {}) or {}
-
-
 def from_bytes(data: bytes, device: str, field: str) -> tuple[TokenClassifier, dict]:
     """(model on `device`, its info); anything but a TokenClassifier checkpoint is INVALID_ARGUMENT."""
     try:
         if len(data) > MAX_BYTES:
             raise ValueError(f"larger than {MAX_BYTES} bytes")
-        meta = _metadata(data)
+        meta = safetensors_metadata(data)
         if meta.get("format") != FORMAT:
             raise ValueError("not a paperworks moe checkpoint")
         config = ModelConfig(**json.loads(meta["config"]))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from paperworks.shared.checkpoints import safetensors_metadata
 from paperworks.shared.errors import FailedPrecondition
 from safetensors import SafetensorError
 from safetensors.torch import load as load_bytes
@@ -61,10 +62,8 @@ def load_policy(data: bytes) -> Policy:
 
 
 def _metadata(data: bytes) -> dict[str, Any]:
-    """The safetensors header is 8 bytes of length, then JSON with a `__metadata__` map."""
-    header_len = int.from_bytes(data[:8], "little")
-    header = json.loads(data[8 : 8 + header_len])
-    raw = (header.get("__metadata__") or {}).get("policy")
+    """The policy document kept in the safetensors metadata as `policy`."""
+    raw = safetensors_metadata(data).get("policy")
     if raw is None:
         raise FailedPrecondition("the safetensors file carries no router policy metadata")
     return json.loads(raw)

@@ -15,6 +15,7 @@ import json
 import torch
 from paperworks.services.scenegraph.generator import Autocast, SceneGraphGenerator, TrainConfig
 from paperworks.services.scenegraph.sgg.vocab import Vocabulary
+from paperworks.shared.checkpoints import safetensors_metadata
 from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 
@@ -34,7 +35,7 @@ def load(data: bytes, device: torch.device | str = "cpu", autocast: Autocast | N
          ) -> SceneGraphGenerator:
     """The saved generator, on `device` (inference forward passes under `autocast(device)`)."""
     tensors = load_tensors(data)
-    header = _metadata(data)
+    header = safetensors_metadata(data)
     vocab = Vocabulary.model_validate_json(header["vocab"])
     cfg = TrainConfig.model_validate_json(header["config"])
     if "frequency_prior" not in json.loads(header["config"])["relation"] and cfg.relation.head == "dsnet":
@@ -46,9 +47,3 @@ def load(data: bytes, device: torch.device | str = "cpu", autocast: Autocast | N
                                 if k.startswith(prefix + ".")})
         module.eval()
     return gen.to(device, autocast)
-
-
-def _metadata(data: bytes) -> dict[str, str]:
-    """The safetensors header's `__metadata__` (8-byte little-endian length, then JSON)."""
-    length = int.from_bytes(data[:8], "little")
-    return json.loads(data[8:8 + length])["__metadata__"]

@@ -13,6 +13,7 @@ import torch
 from paperworks.services.segmenter import wne
 from paperworks.services.segmenter.semir import gnn
 from paperworks.services.segmenter.semir.minor import Minor, MinorParams, build_minor
+from paperworks.shared.checkpoints import safetensors_metadata
 from safetensors.torch import load, save
 from scipy import ndimage
 
@@ -41,7 +42,7 @@ class Segmenter:
     @classmethod
     def from_bytes(cls, data: bytes, device="cpu") -> Segmenter:
         tensors = load(data)
-        meta = json.loads(_metadata(data)["semir"])
+        meta = json.loads(safetensors_metadata(data)["semir"])
         models = {}
         for key in meta["structures"]:
             m = gnn.NodeClassifier(meta["hidden"], meta["layers"])
@@ -79,11 +80,6 @@ def structure_stats(labels: np.ndarray, image: np.ndarray, spacing, names: dict[
     return out
 
 
-def _metadata(data: bytes) -> dict:
-    n = int.from_bytes(data[:8], "little")
-    return json.loads(data[8 : 8 + n]).get("__metadata__", {})
-
-
 @dataclass
 class Denoiser:
     model: wne.Wrapped
@@ -97,7 +93,7 @@ class Denoiser:
 
     @classmethod
     def from_bytes(cls, data: bytes, device="cpu") -> Denoiser:
-        meta = json.loads(_metadata(data)["wne"])
+        meta = json.loads(safetensors_metadata(data)["wne"])
         model = wne.Wrapped(wne.BACKBONES[meta["backbone"]](), meta["wrapper"])
         model.load_state_dict(load(data))
         return cls(model.to(device).eval(), meta["backbone"], float(meta["sigma"]))

@@ -15,17 +15,12 @@ from paperworks.services.urban.probes import Probe
 from paperworks.services.urban.urbanfusion import extractors as ex
 from paperworks.services.urban.urbanfusion.encoder import ModalitySpec, UrbanEncoder
 from paperworks.services.urban.urbanfusion.model import FusionConfig, UrbanFusion
+from paperworks.shared.checkpoints import safetensors_metadata
 from paperworks.shared.errors import InvalidArgument
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
 ENCODER_FORMAT = "paperworks.urban.encoder/1"
-
-
-def _metadata(data: bytes) -> dict[str, str]:
-    """The safetensors header's __metadata__ (8-byte little-endian length, then JSON)."""
-    size = int.from_bytes(data[:8], "little")
-    return json.loads(data[8:8 + size]).get("__metadata__", {})
 
 
 def encoder_to_bytes(encoder: UrbanEncoder) -> bytes:
@@ -44,7 +39,7 @@ def encoder_to_bytes(encoder: UrbanEncoder) -> bytes:
 
 def encoder_from_bytes(data: bytes) -> UrbanEncoder:
     tensors = st_load(data)
-    config = json.loads(_metadata(data)["config"])
+    config = json.loads(safetensors_metadata(data)["config"])
     if config.get("format") != ENCODER_FORMAT:
         raise InvalidArgument("pretrain_job_id", "artifact is not an urban encoder checkpoint")
     fusion = FusionConfig(tuple((n, int(w)) for n, w in config["modalities"]), dim=config["dim"],
@@ -75,7 +70,7 @@ def probe_to_bytes(probe: Probe, extra: dict | None = None) -> bytes:
 
 def probe_from_bytes(data: bytes, device: str | torch.device = "cpu") -> tuple[Probe, dict]:
     """The probe, on `device`, and the `extra` stored with it."""
-    meta = json.loads(_metadata(data)["probe"])
+    meta = json.loads(safetensors_metadata(data)["probe"])
     tensors = st_load(data)
     probe = Probe(meta["task_type"], meta["kind"], meta["in_dim"], meta["classes"])
     probe.net.load_state_dict({k[4:]: v for k, v in tensors.items() if k.startswith("net.")})

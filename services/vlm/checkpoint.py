@@ -7,6 +7,7 @@ import json
 
 import torch
 from paperworks.services.vlm.tinyvlm import TinyVLM, VLMConfig
+from paperworks.shared.checkpoints import safetensors_metadata
 from paperworks.shared.errors import InvalidArgument
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
@@ -23,15 +24,10 @@ def to_bytes(model: TinyVLM, info: dict) -> bytes:
     )
 
 
-def _metadata(data: bytes) -> dict[str, str]:
-    size = int.from_bytes(data[:8], "little")
-    return json.loads(data[8 : 8 + size]).get("__metadata__", {}) or {}
-
-
 def from_bytes(data: bytes, device: str, field: str = "model_job_id") -> tuple[TinyVLM, dict]:
     """(model on `device`, its info); anything but a TinyVLM checkpoint is INVALID_ARGUMENT on `field`."""
     try:
-        meta = _metadata(data)
+        meta = safetensors_metadata(data)
         if meta.get("format") != FORMAT:
             raise ValueError("not a TinyVLM checkpoint")
         model = TinyVLM(VLMConfig(**json.loads(meta["config"])))
@@ -72,7 +68,7 @@ def spatial_from_bytes(data: bytes, device: str, field: str = "model_job_id"):
     from paperworks.services.vlm.spatiolm.train import Spatial
 
     try:
-        meta = _metadata(data)
+        meta = safetensors_metadata(data)
         if meta.get("format") != SPATIAL_FORMAT:
             raise ValueError(f"not a {SPATIAL_FORMAT} checkpoint (retrain older ones)")
         raw = json.loads(meta["config"])

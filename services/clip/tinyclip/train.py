@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from paperworks.services.clip import world
 from paperworks.services.clip.tinyclip.model import ClipEncoder, WordTokenizer, build_tiny, tiny_config
+from paperworks.shared.checkpoints import safetensors_metadata
 from paperworks.shared.threads import TRANSFORMERS_LOCK
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
@@ -116,16 +117,9 @@ def to_bytes(encoder: ClipEncoder, info: dict | None = None) -> bytes:
     return st_save(tensors, metadata=meta)
 
 
-def metadata(data: bytes) -> dict[str, str]:
-    size = int.from_bytes(data[:8], "little")
-    if size <= 0 or size > len(data) - 8:
-        raise ValueError("not a safetensors file")
-    return json.loads(data[8 : 8 + size]).get("__metadata__", {}) or {}
-
-
 def from_bytes(data: bytes, device: str = "cpu") -> tuple[ClipEncoder, dict]:
     """(encoder on `device`, info) from `to_bytes` output; ValueError on anything else."""
-    meta = metadata(data)
+    meta = safetensors_metadata(data)
     if meta.get("format") != FORMAT:
         raise ValueError("not a tiny CLIP checkpoint")
     config = CLIPConfig.from_dict(json.loads(meta["config"]))

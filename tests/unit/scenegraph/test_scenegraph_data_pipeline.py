@@ -21,6 +21,7 @@ from paperworks.services.scenegraph.dsnet import DSNetConfig
 from paperworks.services.scenegraph.generator import SceneGraphGenerator, TrainConfig
 from paperworks.services.scenegraph.relation_model import RelationConfig
 from paperworks.services.scenegraph.servicer import predict_one
+from paperworks.shared.checkpoints import safetensors_metadata
 from paperworks.shared.errors import InvalidArgument
 from PIL import Image
 from safetensors.torch import load as load_tensors
@@ -142,9 +143,9 @@ def test_a_dsnet_checkpoint_from_before_the_prior_switch_loads_with_its_prior(sc
                       detector_epochs=1, classifier_epochs=1, relation_epochs=1, max_objects=6)
     gen = SceneGraphGenerator.train(scenes[:8], vocab, cfg)
     data = checkpoint.save(gen)
-    header = json.loads(checkpoint._metadata(data)["config"])
+    header = json.loads(safetensors_metadata(data)["config"])
     del header["relation"]["frequency_prior"]
-    old = save_tensors(load_tensors(data), metadata={"vocab": checkpoint._metadata(data)["vocab"],
+    old = save_tensors(load_tensors(data), metadata={"vocab": safetensors_metadata(data)["vocab"],
                                                     "config": json.dumps(header)})
     loaded = checkpoint.load(old)
     assert loaded.cfg.relation.uses_frequency_prior
