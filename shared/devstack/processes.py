@@ -13,7 +13,11 @@ import contextlib
 import json
 import logging
 import os
+import queue
 import signal
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 from paperworks.shared.config import Settings
@@ -50,26 +54,44 @@ def publish_device(settings: Settings, component: str, ops, on_report=None,
     server then imports torch only for a method that needs it, a Celery worker's parent never,
     and its task processes, forked from it, with their first job; the kernels the child built
     stay in the on-disk cache for them)."""
-    import threading
+    if separate_process:
+        _CHILD_REPORTS.put((settings, component, list(ops), on_report))
+        global _reporter_pid
+        with _REPORTER_LOCK:
+            if _reporter_pid != os.getpid():  # threads do not survive a fork: start ours
+                _reporter_pid = os.getpid()
+                threading.Thread(target=_report_in_children, name="device-reports",
+                                 daemon=True).start()
+        return
+    threading.Thread(target=write_device_report, args=(component, ops, on_report, settings),
+                     name="device-report", daemon=True).start()
 
-    def run():
-        if separate_process:
-            import subprocess
-            import sys
 
-            code = ("import sys, json; from paperworks.shared.devstack.processes import "
-                    "write_device_report as w; w(sys.argv[1], json.loads(sys.argv[2]))")
-            subprocess.run([sys.executable, "-c", code, component, json.dumps(list(ops))],
-                           check=False)
+_CHILD_REPORTS: queue.SimpleQueue = queue.SimpleQueue()
+_REPORTER_LOCK = threading.Lock()
+_reporter_pid: int | None = None
+
+
+def _report_in_children() -> None:
+    """Works out the queued device reports in short-lived children, one child at a time, each
+    taking every report queued meanwhile: the first calls to several of the servers process's
+    services import torch once between them, not once each at the same moment."""
+    while True:
+        batch = [_CHILD_REPORTS.get()]
+        with contextlib.suppress(queue.Empty):
+            while True:
+                batch.append(_CHILD_REPORTS.get_nowait())
+        code = ("import sys, json; from paperworks.shared.devstack.processes import "
+                "write_device_report as w; [w(c, ops) for c, ops in json.loads(sys.argv[1])]")
+        subprocess.run([sys.executable, "-c", code,
+                        json.dumps([[component, ops] for _, component, ops, _ in batch])],
+                       check=False)
+        for settings, component, _, on_report in batch:
             if on_report is not None:
                 with contextlib.suppress(OSError, ValueError):
                     report = json.loads(device_file(settings, component).read_text())
                     if "error" not in report:
                         on_report(report)
-        else:
-            write_device_report(component, ops, on_report, settings)
-
-    threading.Thread(target=run, name="device-report", daemon=True).start()
 
 
 def write_device_report(component: str, ops, on_report=None, settings: Settings | None = None):
@@ -153,8 +175,6 @@ def serve(settings: Settings, names: list[str], ports: dict[str, int] | None = N
 def dispatch(settings: Settings, names: list[str]) -> None:
     """The dispatcher and the outbox relay of each named service, one thread each, in this
     process (a container runs one service's; the embedded stack runs every service's)."""
-    import threading
-
     from paperworks.shared.bus.dispatcher import Dispatcher
     from paperworks.shared.bus.relay import OutboxRelay
     from paperworks.shared.db.engine import Database

@@ -88,3 +88,27 @@ def test_a_device_report_worked_out_in_a_child_reaches_the_callback(tmp_path, mo
     assert done.wait(120), "the report never reached the callback"
     assert heard == [json.loads(device_file(settings, "ops.server").read_text())]
     assert heard[0]["device"] in ("cpu", "cuda:0")
+
+
+def test_device_reports_asked_together_are_worked_out_by_one_child(tmp_path, monkeypatch):
+    """The first calls to several of the servers process's services import torch once between
+    them: reports queued while a child runs go to the next child together."""
+    monkeypatch.setenv("PAPERWORKS_STATE_DIR", str(tmp_path))
+    settings = Settings(state_dir=tmp_path)
+    children = []
+    run = subprocess.run
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: (children.append(a), run(*a, **k))[1])
+    heard: list[str] = []
+    done = threading.Event()
+    names = [f"s{i}.server" for i in range(4)]
+
+    def hear(report):
+        heard.append(report["device"])
+        if len(heard) == len(names):
+            done.set()
+
+    for name in names:
+        publish_device(settings, name, [], on_report=hear, separate_process=True)
+    assert done.wait(120), f"heard {len(heard)} of {len(names)} reports"
+    assert all(device_file(settings, name).exists() for name in names)
+    assert 1 <= len(children) <= 2  # the first child, and at most one for the rest
