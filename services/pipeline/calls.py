@@ -13,8 +13,9 @@ from paperworks.shared.rpc.auth import PARENT_HEADER, TENANT_HEADER
 from paperworks.shared.sdk.client import Client
 from paperworks.v1 import jobs_pb2
 
+# a call to a step's service, ValidateJob included: it runs the service's own Submit<Kind>
+# checks, which load the service's method code with its first call
 CALL_TIMEOUT_S = 30.0
-VALIDATE_TIMEOUT_S = 5.0
 
 
 def internal_ready(settings: Settings) -> None:
@@ -48,7 +49,7 @@ class TenantClient(Client):
         struct.update(params)
         return self.jobs(service).ValidateJob(
             jobs_pb2.ValidateJobRequest(kind=kind, params=struct, deferred_inputs=sorted(deferred)),
-            metadata=self.metadata, timeout=VALIDATE_TIMEOUT_S)
+            metadata=self.metadata, timeout=CALL_TIMEOUT_S)
 
 
 def unreachable(exc: grpc.RpcError) -> bool:

@@ -16,7 +16,7 @@ import contextlib
 from google.protobuf import json_format
 from paperworks.shared.bus.watch import WatchHub
 from paperworks.shared.db.models import TERMINAL_STATES
-from paperworks.shared.errors import InvalidArgument, NotFound
+from paperworks.shared.errors import InvalidArgument, NotFound, PaperworksError
 from paperworks.shared.rpc import uploads
 from paperworks.shared.rpc.convert import (
     PROTO_TO_STATE,
@@ -27,7 +27,7 @@ from paperworks.shared.rpc.convert import (
     struct,
 )
 from paperworks.shared.rpc.describe import describe
-from paperworks.shared.rpc.runtime import ServiceRuntime
+from paperworks.shared.rpc.runtime import VALIDATING, ServiceRuntime, Validation
 from paperworks.shared.rpc.status import rpc_method
 from paperworks.shared.sdk import discovery
 from paperworks.v1 import jobs_pb2, jobs_pb2_grpc
@@ -44,8 +44,10 @@ MAX_FIELD_PATH = 512
 
 
 class JobServicer(jobs_pb2_grpc.JobServiceServicer):
-    def __init__(self, rt: ServiceRuntime):
+    def __init__(self, rt: ServiceRuntime, service_servicer=None):
+        """`service_servicer`: the service's own servicer, whose Submit<Kind> ValidateJob runs."""
         self.rt = rt
+        self.service_servicer = service_servicer
         self._hub: WatchHub | None = None
         self._description: jobs_pb2.DescribeServiceResponse | None = None
 
@@ -86,12 +88,33 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
             raise InvalidArgument("deferred_inputs", f"at most {MAX_DEFERRED} paths of at most "
                                   f"{MAX_FIELD_PATH} characters")
         # the typed Submit request first, as a client would build it: its proto fields, defaults
-        # and enum names, so what passes here passes Submit<Kind>
+        # and enum names
         typed = discovery.submit_request(self.rt.spec.name, request.kind,
                                          json_format.MessageToDict(request.params))
-        params = await self.rt.validate(tenant, request.kind, request_params(typed),
-                                        frozenset(request.deferred_inputs))
+        deferred = frozenset(request.deferred_inputs)
+        if deferred or self.service_servicer is None:
+            # a pipeline step: what earlier steps will produce cannot be looked at yet, so the
+            # parameters and the other inputs are checked, and the service's own checks of the
+            # jobs and models a request names wait for the step's submit
+            params = await self.rt.validate(tenant, request.kind, request_params(typed), deferred)
+        else:
+            params = await self._as_submit(request.kind, typed, context)
         return jobs_pb2.ValidateJobResponse(params=struct(params.model_dump(mode="json")))
+
+    async def _as_submit(self, kind: str, typed, context):
+        """Runs the service's own Submit<Kind> with `typed`, writing nothing (`VALIDATING`): every
+        check a submit makes, in the same order and with the same refusal (the method aborts
+        this call as it would abort a submit); the validated parameters."""
+        method = discovery.submit_method(self.rt.spec.name, kind).name
+        validation = Validation()
+        token = VALIDATING.set(validation)
+        try:
+            await getattr(self.service_servicer, method)(typed, context)
+        finally:
+            VALIDATING.reset(token)
+        if validation.params is None:  # a Submit<Kind> that does not go through rt.submit
+            raise PaperworksError(f"{method} validated nothing")
+        return validation.params
 
     @rpc_method
     async def GetJob(self, request, context):

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 from collections import defaultdict
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import grpc
@@ -28,6 +29,19 @@ from paperworks.shared.rpc.auth import Authenticator
 from paperworks.shared.rpc.convert import job_message, request_params
 from paperworks.v1 import jobs_pb2
 from pydantic import BaseModel, ValidationError
+
+
+@dataclass
+class Validation:
+    """What `ValidateJob` hears back from a Submit<Kind> it runs without writing (see VALIDATING)."""
+
+    params: BaseModel | None = None
+
+
+# Set by ValidateJob around a call of the service's own Submit<Kind>: every check that method
+# makes runs as for a real submit, then `ServiceRuntime.submit` keeps the validated parameters
+# here and writes nothing.
+VALIDATING: ContextVar[Validation | None] = ContextVar("paperworks_validating", default=None)
 
 
 @dataclass
@@ -86,6 +100,10 @@ class ServiceRuntime:
     async def submit(self, context, kind_name: str, request) -> jobs_pb2.Job:
         tenant = self.tenant(context)
         params = await self.validate(tenant, kind_name, request_params(request))
+        validation = VALIDATING.get()
+        if validation is not None:  # ValidateJob: everything checked, nothing to write
+            validation.params = params
+            return jobs_pb2.Job()
         parent = self.auth.parent_of(context)  # only an internal call links a job to its pipeline
         key = getattr(request, "idempotency_key", "") or None
         max_queued = self.settings.max_queued_jobs_per_tenant

@@ -84,7 +84,7 @@ async def build_server(settings: Settings, spec: ServiceSpec, port: int | None =
     grpc_module = __import__(spec.grpc_module, fromlist=["_"])
     servicer = lazy_servicer(spec, rt, grpc_module, on_servicer_built)
     getattr(grpc_module, f"add_{spec.grpc_service}Servicer_to_server")(servicer, server)
-    jobs_pb2_grpc.add_JobServiceServicer_to_server(JobServicer(rt), server)
+    jobs_pb2_grpc.add_JobServiceServicer_to_server(JobServicer(rt, servicer), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     pb2 = __import__(spec.grpc_module.removesuffix("_grpc"), fromlist=["_"])

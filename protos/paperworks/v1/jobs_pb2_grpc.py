@@ -133,9 +133,10 @@ class JobServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ValidateJob(self, request, context):
-        """Validates a job's parameters as Submit<Kind> would (the kind's limits, and the inputs it
-        names, for the caller's tenant) without creating anything: OK, or INVALID_ARGUMENT (or
-        NOT_FOUND / FAILED_PRECONDITION for an input) naming the field. Pipelines ask it of each step.
+        """Runs everything Submit<Kind> checks (the kind's limits, the inputs it names and the service's
+        own checks of the jobs and models it names, for the caller's tenant) without creating
+        anything: OK, or the status Submit<Kind> would answer (INVALID_ARGUMENT, NOT_FOUND,
+        FAILED_PRECONDITION) naming the field. Pipelines ask it of each step.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

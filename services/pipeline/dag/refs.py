@@ -142,14 +142,15 @@ PENDING_SHA = "0" * 64
 
 def placeholders(params: dict, producers: dict[str, str]) -> tuple[dict, set[str], set[str]]:
     """For validating a step before its inputs exist: (params with each reference replaced by a
-    stand-in of the right shape, the paths of inputs to leave unchecked, the paths whose value is
-    only known at run time). `producers` maps a step name to its service."""
+    stand-in of the right shape, the paths of inputs and job ids to leave unchecked, the paths
+    whose value is only known at run time). `producers` maps a step name to its service."""
     deferred: set[str] = set()
     unknown: set[str] = set()
 
     def fill(ref: Ref):
         service = producers.get(ref.step, "job")
         if ref.output in ("model", "job_id"):
+            deferred.add(ref.path)
             return f"{service}-{'0' * 32}"
         if ref.output == "artifact":
             deferred.add(ref.path)

@@ -56,9 +56,18 @@ def test_a_result_feeds_the_next_step_and_the_steps_link_to_their_pipeline(clien
      "steps[1].params.steps.result", grpc.StatusCode.INVALID_ARGUMENT),
     ([{**TWO_DIGESTS[0], "params": {**TWO_DIGESTS[0]["params"], "seed": {"from": "second", "job_id": True}}},
       TWO_DIGESTS[1]], "steps[", grpc.StatusCode.INVALID_ARGUMENT),  # a cycle
+    # a job the step names is looked up as its submit would (before its inputs, in that order)
     ([{"name": "x", "service": "segmenter", "kind": "segment",
        "params": {"model_job_id": "segmenter-1", "image": {"upload": "ab" * 32}}}],
-     "steps[0].params.image.upload", grpc.StatusCode.NOT_FOUND),
+     "steps[0].params.model_job_id", grpc.StatusCode.NOT_FOUND),
+    # one an earlier step will make is not, the step's other inputs are
+    ([{"name": "fit", "service": "segmenter", "kind": "fit_minor_params",
+       "params": {"dataset": {"synthetic": {}}}},
+      {"name": "train", "service": "segmenter", "kind": "train_segmenter",
+       "params": {"minor_job_id": {"from": "fit", "job_id": True}, "dataset": {"synthetic": {}}}},
+      {"name": "x", "service": "segmenter", "kind": "segment",
+       "params": {"model_job_id": {"from": "train", "job_id": True}, "image": {"upload": "ab" * 32}}}],
+     "steps[2].params.image.upload", grpc.StatusCode.NOT_FOUND),
 ])
 def test_invalid_pipelines_are_refused_naming_the_step_and_field_and_nothing_is_created(
         client, steps, field, code):
@@ -134,3 +143,35 @@ def test_the_cli_validates_and_runs_a_pipeline_file(client, tmp_path):
     bad.write_text(json.dumps({"steps": [{**TWO_DIGESTS[0], "kind": "nope"}]}))
     refused = cli("run", str(bad))
     assert refused.returncode != 0 and "steps[0].kind" in refused.stderr
+
+
+def validate_job(client, service, kind, params, deferred=()):
+    from google.protobuf import json_format, struct_pb2
+    from paperworks.v1 import jobs_pb2
+
+    request = jobs_pb2.ValidateJobRequest(kind=kind, params=struct_pb2.Struct(),
+                                          deferred_inputs=list(deferred))
+    request.params.update(params)
+    reply = client.jobs(service).ValidateJob(request, metadata=client.metadata, timeout=60)
+    return json_format.MessageToDict(reply.params)
+
+
+def test_validate_job_makes_the_checks_a_submit_makes_and_writes_nothing(client):
+    """ValidateJob runs the service's own Submit<Kind> without writing: a job the request names
+    is looked up (the service's check, which the kind's parameter model cannot make), unless an
+    earlier pipeline step will make it."""
+    ghost = "segmenter-" + "f" * 32
+    params = {"model_job_id": ghost, "dataset": {"synthetic": {}}}
+    before = len(jobs_of(client, "segmenter"))
+    with pytest.raises(grpc.RpcError) as exc:
+        validate_job(client, "segmenter", "segment", params)
+    assert exc.value.code() == grpc.StatusCode.NOT_FOUND
+    assert field_violations(exc.value)[0][0] == "model_job_id"
+    with pytest.raises(grpc.RpcError) as submitted:  # the same answer as the submit's
+        client.submit("segmenter", "segment", **params)
+    assert (submitted.value.code(), submitted.value.details()) == (exc.value.code(), exc.value.details())
+    checked = validate_job(client, "segmenter", "segment", params, deferred=["model_job_id"])
+    assert checked["model_job_id"] == ghost and checked["threshold"] == 0.5  # defaults filled in
+    assert validate_job(client, "ops", "digest", {"seed": 3, "steps": 2, "rounds_per_step": 5}) == {
+        "seed": 3, "steps": 2, "rounds_per_step": 5, "fail_once_at_step": 0}
+    assert len(jobs_of(client, "segmenter")) == before

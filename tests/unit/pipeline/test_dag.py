@@ -110,4 +110,6 @@ def test_placeholders_have_the_shape_of_what_they_stand_for():
     assert filled["model_job_id"].startswith("segmenter-")
     assert filled["image"]["artifact"]["name"] == "case_denoised.nii.gz"
     assert "n" not in filled and filled["keep"] == [1, 2]
-    assert deferred == {"image"} and unknown == {"n"}
+    # the producer's job id, like its artifact, exists only once that step ran: its service's
+    # checks of the job it names wait for the step's submit
+    assert deferred == {"image", "model_job_id"} and unknown == {"n"}

@@ -77,7 +77,7 @@ def test_a_step_refusal_is_renamed_and_keeps_its_code(monkeypatch):
     assert exc.value.field == "steps[1].params.image.upload"
 
 
-def test_references_stand_in_by_shape_and_their_inputs_are_deferred(monkeypatch):
+def test_references_stand_in_by_shape_and_their_inputs_and_job_ids_are_deferred(monkeypatch):
     from paperworks.services.pipeline import validation
 
     node = step_of({"model_job_id": {"from": "up", "job_id": True},
@@ -87,7 +87,7 @@ def test_references_stand_in_by_shape_and_their_inputs_are_deferred(monkeypatch)
     check_step(service, node, {"up": "ops"})
     [(_, _, params, deferred)] = service.calls
     assert params["model_job_id"].startswith("ops-") and params["image"]["artifact"]["name"] == "x.nii.gz"
-    assert "threshold" not in params and deferred == ["image"]
+    assert "threshold" not in params and deferred == ["image", "model_job_id"]
     # a violation only at a field a result reference fills at run time is not a refusal
     monkeypatch.setattr(validation, "field_violations", lambda exc: [("threshold", "required")])
     check_step(Refusing(grpc.StatusCode.INVALID_ARGUMENT, [("threshold", "required")]), node, {"up": "ops"})
