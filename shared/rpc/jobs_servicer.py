@@ -44,7 +44,7 @@ MAX_FIELD_PATH = 512
 
 
 class JobServicer(jobs_pb2_grpc.JobServiceServicer):
-    def __init__(self, rt: ServiceRuntime, service_servicer=None):
+    def __init__(self, rt: ServiceRuntime, service_servicer):
         """`service_servicer`: the service's own servicer, whose Submit<Kind> ValidateJob runs."""
         self.rt = rt
         self.service_servicer = service_servicer
@@ -92,7 +92,7 @@ class JobServicer(jobs_pb2_grpc.JobServiceServicer):
         typed = discovery.submit_request(self.rt.spec.name, request.kind,
                                          json_format.MessageToDict(request.params))
         deferred = frozenset(request.deferred_inputs)
-        if deferred or self.service_servicer is None:
+        if deferred:
             # a pipeline step: what earlier steps will produce cannot be looked at yet, so the
             # parameters and the other inputs are checked, and the service's own checks of the
             # jobs and models a request names wait for the step's submit
