@@ -336,6 +336,8 @@ def test_a_failed_publish_leaves_the_cursor_so_the_events_go_again(store, tmp_pa
 
     relay = OutboxRelay(Settings(state_dir=tmp_path), store.db, "ops")
     relay._producer = Refusing()
+    if store.db.engine.dialect.name == "postgresql":  # else the relay may see nothing to publish
+        older_transactions_ended(store)
     with pytest.raises(TimeoutError):
         relay._relay_events()
     assert [p["seq"] for _, _, p in relay_events(store, tmp_path)] == [1]
