@@ -26,10 +26,10 @@ def safetensors_metadata(data: bytes) -> dict[str, str]:
         header = json.loads(data[HEADER_LENGTH_BYTES:HEADER_LENGTH_BYTES + size])
     except ValueError as exc:  # JSON and UTF-8 decoding errors alike
         raise ValueError(f"not a safetensors file: its header is not JSON ({exc})") from None
-    metadata = header.get("__metadata__") if isinstance(header, dict) else None
+    if not isinstance(header, dict):
+        raise ValueError("not a safetensors file: its header is not a JSON object")
+    metadata = header.get("__metadata__")
     if metadata is None:
-        if not isinstance(header, dict):
-            raise ValueError("not a safetensors file: its header is not a JSON object")
         return {}
     if not isinstance(metadata, dict):
         raise ValueError("not a safetensors file: its __metadata__ is not a map")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,16 @@ def require_system(port: int, what: str) -> None:
         if os.environ.get("PAPERWORKS_REQUIRE_SYSTEM_SERVICES") == "1":
             pytest.fail(f"{what} on 127.0.0.1:{port} is required here but unreachable")
         pytest.skip(f"{what} on 127.0.0.1:{port} unreachable")
+
+
+def wait_for(condition, timeout: float) -> bool:
+    """Whether `condition()` came true within `timeout` seconds (looked at every 0.1 s)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 def clean_environ() -> dict[str, str]:

@@ -46,25 +46,19 @@ def device_file(settings: Settings, component: str) -> Path:
     return settings.state_dir / "run" / f"{component}.device.json"
 
 
-def publish_device(settings: Settings, component: str, ops, on_report=None,
-                   separate_process: bool = False) -> None:
+def publish_device(settings: Settings, component: str, ops, on_report=None) -> None:
     """In the background (a first kernel build takes a while): writes where this process runs
-    methods and which kernel backend each op uses, or why none can, for `paperworks status`.
-    `separate_process`: a short-lived child works it out, and `on_report` hears what it wrote (a
-    server then imports torch only for a method that needs it, a Celery worker's parent never,
-    and its task processes, forked from it, with their first job; the kernels the child built
-    stay in the on-disk cache for them)."""
-    if separate_process:
-        _CHILD_REPORTS.put((settings, component, list(ops), on_report))
-        global _reporter_pid
-        with _REPORTER_LOCK:
-            if _reporter_pid != os.getpid():  # threads do not survive a fork: start ours
-                _reporter_pid = os.getpid()
-                threading.Thread(target=_report_in_children, name="device-reports",
-                                 daemon=True).start()
-        return
-    threading.Thread(target=write_device_report, args=(component, ops, on_report, settings),
-                     name="device-report", daemon=True).start()
+    methods and which kernel backend each op uses, or why none can, for `paperworks status`, and
+    `on_report` hears it. A short-lived child works it out, so a server imports torch only for a
+    method that needs it, a Celery worker's parent never, and its task processes, forked from it,
+    with their first job; the kernels the child built stay in the on-disk cache for them."""
+    _CHILD_REPORTS.put((settings, component, list(ops), on_report))
+    global _reporter_pid
+    with _REPORTER_LOCK:
+        if _reporter_pid != os.getpid():  # threads do not survive a fork: start ours
+            _reporter_pid = os.getpid()
+            threading.Thread(target=_report_in_children, name="device-reports",
+                             daemon=True).start()
 
 
 _CHILD_REPORTS: queue.SimpleQueue = queue.SimpleQueue()
@@ -94,19 +88,17 @@ def _report_in_children() -> None:
                         on_report(report)
 
 
-def write_device_report(component: str, ops, on_report=None, settings: Settings | None = None):
+def write_device_report(component: str, ops) -> None:
+    """The child's side of `publish_device` (settings from the environment it inherited)."""
     from paperworks.shared.config import get_settings
     from paperworks.shared.devices import device_report
 
-    settings = settings or get_settings()
     try:
         report = device_report(ops)
-        if on_report is not None:
-            on_report(report)
     except Exception as exc:  # noqa: BLE001 - shown by `paperworks status`, logged here
         logging.getLogger(__name__).error("%s: kernels unavailable: %s", component, exc)
         report = {"error": str(exc)[:500]}
-    path = device_file(settings, component)
+    path = device_file(get_settings(), component)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report))
 
@@ -132,8 +124,7 @@ def serve(settings: Settings, names: list[str], ports: dict[str, int] | None = N
 
         def servicer_built():  # where its methods run, once the first call loaded them
             publish_device(settings, f"{name}.server", spec.kernel_ops,
-                           on_report=lambda report: publish_kernels(spec.name, report),
-                           separate_process=True)  # torch loads here only if a method needs it
+                           on_report=lambda report: publish_kernels(spec.name, report))
 
         srv, port, rt, health_servicer = await server.build_server(
             settings, spec, port=None if ports is None else ports[name],
@@ -225,7 +216,7 @@ def work(settings: Settings, name: str) -> None:
 
     @worker_ready.connect(weak=False)
     def _ready(**_):
-        publish_device(settings, f"{name}.worker", service(name).kernel_ops, separate_process=True)
+        publish_device(settings, f"{name}.worker", service(name).kernel_ops)
         mark_ready(settings, f"{name}.worker")
 
     app.worker_main(

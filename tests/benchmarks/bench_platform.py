@@ -43,7 +43,7 @@ from bare_celery import bare_noop_task  # noqa: E402
 from paperworks.ops.v1 import ops_pb2, ops_pb2_grpc  # noqa: E402
 from paperworks.shared.devstack.processes import device_file  # noqa: E402
 from paperworks.shared.sdk.client import Client  # noqa: E402
-from support import TOKENS, start_stack  # noqa: E402
+from support import TOKENS, start_stack, wait_for  # noqa: E402
 
 CALLS = int(os.environ.get("BENCH_CALLS", "600"))
 JOBS = int(os.environ.get("BENCH_JOBS", "40"))
@@ -109,12 +109,8 @@ def settle(stack, timeout_s: float = 120) -> None:
     (the servers process works out its device report in a child that imports torch)."""
     with Client(endpoints=stack.endpoints, token=TOKENS["alice"]) as client:
         client.wait(client.submit("ops", "digest", seed=0, steps=1, rounds_per_step=1).id, timeout=60)
-    report = device_file(stack.settings, "ops.server")
-    deadline = time.monotonic() + timeout_s
-    while not report.exists():
-        if time.monotonic() > deadline:
-            raise TimeoutError("the server published no device report")
-        time.sleep(0.2)
+    if not wait_for(device_file(stack.settings, "ops.server").exists, timeout_s):
+        raise TimeoutError("the server published no device report")
 
 
 @contextlib.contextmanager

@@ -5,14 +5,13 @@ The servers process takes submits and watches, and reports its device, without i
 from __future__ import annotations
 
 import json
-import time
 
 import psutil
 import pytest
 from paperworks.shared.devstack.processes import SERVERS, device_file
 from paperworks.shared.rpc.convert import PROTO_TO_STATE
 from paperworks.shared.sdk.client import Client
-from support import TOKENS, chain, start_stack, task_processes
+from support import TOKENS, chain, start_stack, task_processes, wait_for
 
 IDLE_EXIT_S = 2
 
@@ -33,15 +32,6 @@ def run_one(client: Client, seed: int) -> None:
     done = client.wait(job.id, timeout=60)
     assert PROTO_TO_STATE[done.state] == "SUCCEEDED" and done.attempts == 1
     assert done.result["digest"] == chain(seed, 2, 100)[-1]
-
-
-def wait_for(condition, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
 
 
 def test_task_processes_come_with_jobs_and_leave_when_idle(stack):

@@ -83,8 +83,7 @@ def test_a_device_report_worked_out_in_a_child_reaches_the_callback(tmp_path, mo
     settings = Settings(state_dir=tmp_path)
     heard: list[dict] = []
     done = threading.Event()
-    publish_device(settings, "ops.server", [], on_report=lambda r: (heard.append(r), done.set()),
-                   separate_process=True)
+    publish_device(settings, "ops.server", [], on_report=lambda r: (heard.append(r), done.set()))
     assert done.wait(120), "the report never reached the callback"
     assert heard == [json.loads(device_file(settings, "ops.server").read_text())]
     assert heard[0]["device"] in ("cpu", "cuda:0")
@@ -108,7 +107,7 @@ def test_device_reports_asked_together_are_worked_out_by_one_child(tmp_path, mon
             done.set()
 
     for name in names:
-        publish_device(settings, name, [], on_report=hear, separate_process=True)
+        publish_device(settings, name, [], on_report=hear)
     assert done.wait(120), f"heard {len(heard)} of {len(names)} reports"
     assert all(device_file(settings, name).exists() for name in names)
     assert 1 <= len(children) <= 2  # the first child, and at most one for the rest
